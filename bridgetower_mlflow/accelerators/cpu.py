@@ -1,0 +1,36 @@
+"""CPU: plain transformers Trainer, gloo for multi-process runs."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+from .base import Accelerator, DeviceInfo
+
+
+class CpuAccelerator(Accelerator):
+    kind = "cpu"
+
+    def detect(self, devices: int) -> DeviceInfo:
+        import psutil
+        import torch
+
+        return DeviceInfo(
+            kind="cpu",
+            device_name=platform.processor() or platform.machine() or "cpu",
+            count=devices,
+            memory_gb=round(psutil.virtual_memory().total / 2**30, 1),
+            driver=None,
+            software={"torch": torch.__version__, "torch_threads": str(torch.get_num_threads())},
+        )
+
+    def training_arguments(self, common: dict, config):
+        from transformers import TrainingArguments
+
+        kwargs = dict(common)
+        kwargs["use_cpu"] = True
+        if config.precision == "bf16":
+            kwargs["bf16"] = True
+        if config.devices > 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            kwargs["ddp_backend"] = "gloo"
+        return TrainingArguments(**kwargs)
