@@ -60,6 +60,12 @@ class Accelerator(ABC):
         """Check the hardware is present (and matches `requested`); raise AcceleratorUnavailable."""
 
     # training ------------------------------------------------------------------------------
+    def training_arguments_class(self) -> type:
+        """The TrainingArguments class (hf_args are validated against its fields)."""
+        from transformers import TrainingArguments
+
+        return TrainingArguments
+
     @abstractmethod
     def training_arguments(self, common: dict, config) -> Any:
         """Build the TrainingArguments object (or its vendor subclass) from common kwargs."""
@@ -104,10 +110,6 @@ class Accelerator(ABC):
             f"not supported on {self.requested}; allowed on gaudi2, gaudi3 (Habana media pipeline) "
             "and NVIDIA GPUs (nvJPEG)"
         )
-
-    def to_device_image_batch(self, pixel_values):
-        """Hook for loaders that leave uint8 pixels on the host (default: nothing to do)."""
-        return pixel_values
 
     # telemetry -----------------------------------------------------------------------------
     def device_samplers(self, device_count: int) -> list[DeviceSampler]:
