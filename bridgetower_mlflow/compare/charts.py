@@ -1,0 +1,117 @@
+"""PNG charts (matplotlib, Agg backend): throughput with min-max bars, and speedups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .speedups import Comparison, ConfigSection
+
+MAX_SECTIONS = 8
+BAR_AREA = 0.8
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless: no display on servers or under `mlflow run`
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _wrapped(text: str, width: int = 90) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def _figure(plt, rows: int, columns: int):
+    figure, axes = plt.subplots(rows, columns, figsize=(10 * columns, 4.4 * rows), squeeze=False)
+    return figure, axes
+
+
+def _grouped_bars(axis, labels: list[str], series: dict, errors: dict | None = None,
+                  hatch: str | None = None, annotate: bool = False) -> None:
+    """One bar group per label, one bar per series; None values leave a gap."""
+    width = min(BAR_AREA / max(len(series), 1), 0.35)
+    for index, (name, values) in enumerate(series.items()):
+        offset = width * (index - (len(series) - 1) / 2)
+        points = [(x + offset, v, i) for i, (x, v) in enumerate(zip(range(len(labels)), values)) if v is not None]
+        if not points:
+            continue
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        yerr = None
+        if errors:
+            yerr = [[errors[name][p[2]][0] for p in points], [errors[name][p[2]][1] for p in points]]
+        axis.bar(xs, ys, width, yerr=yerr, capsize=3 if yerr else 0, label=name, hatch=hatch)
+        if annotate:
+            for x, y in zip(xs, ys):
+                axis.annotate(f"{y:.2f}x", (x, y), ha="center", va="bottom", fontsize=7)
+    axis.set_xticks(range(len(labels)), labels, fontsize=8)
+    if any(any(v is not None for v in values) for values in series.values()):
+        axis.legend(fontsize=8)
+
+
+def _draw_throughput(axis, section: ConfigSection) -> None:
+    labels = [row.setting.label for row in section.rows]
+    series, errors = {}, {}
+    for column in section.columns:
+        cells = [row.cells.get(column) for row in section.rows]
+        series[column] = [g.median if g else None for g in cells]
+        errors[column] = [(g.median - g.minimum, g.maximum - g.median) if g else (0, 0) for g in cells]
+    _grouped_bars(axis, labels, series, errors, hatch="//" if section.published else None)
+    axis.set_ylabel("samples/s (median, min-max)")
+    axis.set_title(_wrapped(_section_title(section)), fontsize=9)
+
+
+def _draw_accelerator_speedups(axis, section: ConfigSection) -> None:
+    base = section.baseline_column
+    others = [c for c in section.columns if c != base]
+    labels = [row.setting.label for row in section.rows] + ["best vs best"]
+    best = {r.column: r.vs_baseline for r in section.best_rows}
+    series = {f"{c} vs {base}": [row.vs_baseline.get(c) for row in section.rows] + [best.get(c)]
+              for c in others}
+    _grouped_bars(axis, labels, series, annotate=True)
+    axis.axhline(1.0, color="grey", linewidth=0.8)
+    axis.set_ylabel(f"speedup over {base or 'baseline (absent)'}")
+    title = "accelerators: " + _section_title(section) if others else "only one accelerator here"
+    axis.set_title(_wrapped(title, 80), fontsize=9)
+
+
+def _draw_setting_speedups(axis, section: ConfigSection) -> None:
+    labels = [row.setting.label for row in section.setting_rows]
+    series = {c: [row.vs_baseline_setting.get(c) for row in section.setting_rows] for c in section.columns}
+    _grouped_bars(axis, labels, series, annotate=True)
+    axis.axhline(1.0, color="grey", linewidth=0.8)
+    axis.set_ylabel("speedup over w0 decode=cpu")
+    axis.set_title("data-loading settings, within each accelerator", fontsize=9)
+
+
+def _section_title(section: ConfigSection) -> str:
+    prefix = "PUBLISHED: " if section.published else ""
+    return prefix + section.title()
+
+
+def write_charts(comparison: Comparison, output_dir: Path) -> list[Path]:
+    """throughput.png and speedups.png (first MAX_SECTIONS sections); returns the paths."""
+    plt = _pyplot()
+    sections = comparison.sections[:MAX_SECTIONS]
+    if not sections:
+        return []
+    paths = []
+    panels = {"throughput.png": (_draw_throughput,),
+              "speedups.png": (_draw_accelerator_speedups, _draw_setting_speedups)}
+    for name, draws in panels.items():
+        figure, axes = _figure(plt, len(sections), len(draws))
+        for row, section in zip(axes, sections):
+            for axis, draw in zip(row, draws):
+                draw(axis, section)
+        if len(comparison.sections) > MAX_SECTIONS:
+            figure.suptitle(f"first {MAX_SECTIONS} of {len(comparison.sections)} configurations; "
+                            "all are in the CSV/JSON", fontsize=9)
+        figure.tight_layout()
+        path = Path(output_dir) / name
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        paths.append(path)
+    return paths

@@ -1,0 +1,162 @@
+"""MLflow `train` runs -> RunRecord: paged, filtered server-side, normalized from raw params/tags."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+RUN_KIND_TAG = "bridgetower.run_kind"
+TRAIN_FILTER = f"tags.`{RUN_KIND_TAG}` = 'train'"
+PAGE_SIZE = 5000
+DEVICE_LOADERS = ("habana-mediapipe", "nvjpeg")
+CPU_LOADER = "torch-cpu"
+MEASURED = "measured"
+TRUE_WORDS = ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One finished train run (or one published number), reduced to what comparison needs."""
+
+    run_id: str
+    run_name: str
+    experiment_id: str
+    accelerator: str
+    device_name: str
+    model: str
+    dataset: str
+    dataset_config: str
+    per_device_train_batch_size: str
+    devices: str
+    precision: str
+    max_seq_length: str
+    distribution_strategy: str
+    throughput_warmup_steps: str
+    dataloader_num_workers: int
+    decode: str  # cpu | device | cpu-fallback (asked device decode, CPU ran) | other loader name
+    data_loader: str
+    samples_per_second: float
+    samples_per_second_per_device: float | None = None
+    train_runtime: float | None = None
+    dataloader_wait_fraction: float | None = None
+    input_bound: str = ""
+    source: str = MEASURED  # `measured`, or the citation of a published number
+    parent_run_id: str = ""
+
+
+@dataclass
+class FetchedRuns:
+    """Records plus what was left out, so reports can say what they did not use."""
+
+    records: list[RunRecord] = field(default_factory=list)
+    left_out: Counter = field(default_factory=Counter)  # status or reason -> count
+
+
+def normalize_int(value, default: str = "") -> str:
+    """'2', '2.0' -> '2'; anything else as given (trimmed), so odd values stay visible."""
+    if value is None:
+        return default
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() else text
+
+
+def normalize_bool(value) -> bool:
+    """'true', 'True', '1', 'yes' -> True (`mlflow run` logs the user's raw -P spelling)."""
+    return str(value).strip().lower() in TRUE_WORDS
+
+
+def decode_class(data_loader: str, device_decode_asked: bool) -> str:
+    """Where JPEGs were decoded, from the loader that actually ran."""
+    if data_loader in DEVICE_LOADERS:
+        return "device"
+    if data_loader in (CPU_LOADER, ""):
+        return "cpu-fallback" if device_decode_asked else "cpu"
+    return data_loader
+
+
+def record_from_run(run) -> RunRecord | None:
+    """A RunRecord from an mlflow Run that followed train's contract; None without throughput."""
+    params, tags, metrics = run.data.params, run.data.tags, run.data.metrics
+    throughput = metrics.get("train_samples_per_second")
+    if throughput is None:
+        return None
+    data_loader = tags.get("data_loader", "")
+    dataset_config = params.get("dataset_config", "")
+    return RunRecord(
+        run_id=run.info.run_id,
+        run_name=run.info.run_name or tags.get("mlflow.runName", ""),
+        experiment_id=run.info.experiment_id,
+        accelerator=(tags.get("accelerator") or params.get("accel") or "unknown").lower(),
+        device_name=tags.get("accelerator.device_name", ""),
+        model=params.get("model", ""),
+        dataset=params.get("dataset", ""),
+        dataset_config=dataset_config,
+        per_device_train_batch_size=normalize_int(params.get("per_device_train_batch_size")),
+        devices=normalize_int(tags.get("accelerator.count") or params.get("devices"), "1"),
+        precision=tags.get("precision") or params.get("precision", ""),
+        max_seq_length=normalize_int(params.get("max_seq_length")),
+        distribution_strategy=params.get("distribution_strategy", ""),
+        throughput_warmup_steps=normalize_int(
+            tags.get("throughput.warmup_steps") or params.get("throughput_warmup_steps"), "unknown"
+        ),
+        dataloader_num_workers=int(float(normalize_int(params.get("dataloader_num_workers"), "0") or 0)),
+        decode=decode_class(data_loader, normalize_bool(params.get("device_decode", "false"))),
+        data_loader=data_loader or "unknown",
+        samples_per_second=float(throughput),
+        samples_per_second_per_device=metrics.get("train_samples_per_second_per_device"),
+        train_runtime=metrics.get("train_runtime"),
+        dataloader_wait_fraction=metrics.get("dataloader_wait_fraction"),
+        input_bound=tags.get("input_bound", ""),
+        parent_run_id=tags.get("mlflow.parentRunId", ""),
+    )
+
+
+def combine_filters(*filters: str | None) -> str:
+    """AND together the non-empty filter strings (MLflow's grammar has no OR)."""
+    return " AND ".join(f"({part})" if " AND " in part else part for part in filters if part)
+
+
+def iterate_runs(client, experiment_ids, filter_string: str, page_size: int = PAGE_SIZE):
+    """Every run matching the filter, page by page, without building a DataFrame."""
+    token = None
+    while True:
+        page = client.search_runs(
+            experiment_ids, filter_string=filter_string, max_results=page_size, page_token=token
+        )
+        yield from page
+        token = page.token
+        if not token:
+            return
+
+
+def fetch_run_records(client, experiment_ids, extra_filter: str = "") -> FetchedRuns:
+    """Finished train runs as RunRecords; unfinished/failed ones counted by status."""
+    fetched = FetchedRuns()
+    finished = combine_filters(TRAIN_FILTER, "attributes.status = 'FINISHED'", extra_filter)
+    for run in iterate_runs(client, experiment_ids, finished):
+        try:
+            record = record_from_run(run)
+        except (TypeError, ValueError):
+            # a hand-edited or foreign run with unparsable numbers is left out, not fatal
+            fetched.left_out["FINISHED with unreadable params"] += 1
+            continue
+        if record is None:
+            fetched.left_out["FINISHED without train_samples_per_second"] += 1
+        else:
+            fetched.records.append(record)
+    others = combine_filters(TRAIN_FILTER, "attributes.status != 'FINISHED'", extra_filter)
+    for run in iterate_runs(client, experiment_ids, others):
+        fetched.left_out[run.info.status] += 1
+    return fetched
+
+
+def accelerators_found(client, experiment_ids) -> list[str]:
+    """Accelerator tags of any train runs in these experiments (for the nothing-matched error)."""
+    seen = set()
+    for run in iterate_runs(client, experiment_ids, TRAIN_FILTER):
+        seen.add(run.data.tags.get("accelerator") or run.data.params.get("accel") or "unknown")
+    return sorted(seen)

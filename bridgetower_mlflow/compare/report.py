@@ -1,0 +1,166 @@
+"""compare, end to end: scope -> records -> tables -> files -> a logged `compare` run."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ConfigError
+from . import render
+from .records import RUN_KIND_TAG, fetch_run_records
+from .scope import CompareScope, nothing_matched, resolve_scope
+from .speedups import Comparison, build_sections, parse_allow_diff
+from .study import STUDY_CAVEATS, study_records
+
+REFERENCES = ("none", "study")
+NOTE_TAG = "mlflow.note.content"
+NOTE_LIMIT = 7900  # MLflow caps tag values at 8000 characters
+ARTIFACT_DIR = "compare"
+
+
+@dataclass
+class CompareOptions:
+    """What the user asked compare to do (CLI options, validated here)."""
+
+    experiment_names: tuple = ()
+    experiment_ids: tuple = ()
+    filter_string: str = ""
+    baseline: str | None = None
+    allow_diff: str = ""
+    reference: str = "none"
+    output_dir: str | None = None
+    log_to_mlflow: bool = True
+    parent_run_id: str = ""
+
+
+@dataclass
+class CompareOutcome:
+    comparison: Comparison
+    text: str
+    markdown: str
+    files: list[Path] = field(default_factory=list)
+    logged_run_id: str | None = None
+    links: list[str] = field(default_factory=list)
+
+
+def build_comparison(client, options: CompareOptions) -> tuple[Comparison, CompareScope]:
+    """Fetch matching train runs and build the tables; raises NoMatchingRuns or ConfigError."""
+    reference = (options.reference or "none").strip().lower()
+    if reference not in REFERENCES:
+        raise ConfigError("reference", options.reference, "allowed: " + ", ".join(REFERENCES))
+    allow_diff = parse_allow_diff(options.allow_diff)
+    scope = resolve_scope(client, options.experiment_names, options.experiment_ids,
+                          options.filter_string, options.parent_run_id)
+    fetched = fetch_run_records(client, scope.experiment_ids, scope.filter_string)
+    if not fetched.records:
+        raise nothing_matched(client, scope, fetched)
+    records = fetched.records + (study_records() if reference == "study" else [])
+    baseline = (options.baseline or "").strip().lower() or None
+    present = sorted({r.accelerator for r in records})
+    if baseline and baseline not in present:
+        raise ConfigError("baseline", options.baseline, "accelerators present: " + ", ".join(present))
+    comparison = Comparison(
+        sections=build_sections(records, baseline, allow_diff), baseline=baseline, allow_diff=allow_diff,
+        run_count=len(fetched.records), left_out=dict(fetched.left_out), experiments=scope.describe(),
+    )
+    if baseline is None:
+        comparison.notes.append("Baseline per configuration: a100 where present, else the first accelerator.")
+    return comparison, scope
+
+
+def write_outputs(comparison: Comparison, output_dir: Path) -> list[Path]:
+    """report.md, report.txt, speedups.csv, speedups.json and the PNG charts."""
+    from .charts import write_charts
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    caveats = STUDY_CAVEATS
+    contents = {
+        "report.md": render.to_markdown(comparison, caveats),
+        "report.txt": render.to_text(comparison, caveats),
+        "speedups.csv": render.to_csv(comparison),
+        "speedups.json": render.to_json(comparison, caveats),
+    }
+    paths = []
+    for name, text in contents.items():
+        path = output_dir / name
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths + write_charts(comparison, output_dir)
+
+
+def run_compare(options: CompareOptions, client=None) -> CompareOutcome:
+    """The compare command's work, minus printing."""
+    from mlflow import MlflowClient
+
+    client = client or MlflowClient()
+    comparison, scope = build_comparison(client, options)
+    outcome = CompareOutcome(comparison, render.to_text(comparison, STUDY_CAVEATS),
+                             render.to_markdown(comparison, STUDY_CAVEATS))
+    if not (options.output_dir or options.log_to_mlflow):
+        return outcome
+    with tempfile.TemporaryDirectory(prefix="bridgetower-compare-") as scratch:
+        output_dir = Path(options.output_dir or scratch)
+        outcome.files = write_outputs(comparison, output_dir)
+        if options.log_to_mlflow:
+            outcome.logged_run_id = log_compare_run(client, options, scope, outcome, output_dir)
+    outcome.links = ui_links(client, scope, outcome.logged_run_id)
+    if not options.output_dir:
+        outcome.files = []  # the scratch copies are gone; the artifacts hold them
+    return outcome
+
+
+def _summary_tags(options: CompareOptions, scope: CompareScope, comparison: Comparison) -> dict:
+    return {
+        "compare.baseline": comparison.baseline or "auto",
+        "compare.allow_diff": ",".join(comparison.allow_diff),
+        "compare.reference": options.reference or "none",
+        "compare.filter": scope.filter_string[:5000],
+        "compare.experiments": ", ".join(scope.describe())[:5000],
+        "compare.run_count": str(comparison.run_count),
+        "compare.sections": str(len(comparison.sections)),
+    }
+
+
+def _note(markdown: str) -> str:
+    if len(markdown) <= NOTE_LIMIT:
+        return markdown
+    suffix = f"\n\n... truncated; the full report is the artifact {ARTIFACT_DIR}/report.md"
+    return markdown[: NOTE_LIMIT - len(suffix)] + suffix
+
+
+def log_compare_run(client, options: CompareOptions, scope: CompareScope, outcome: CompareOutcome,
+                    output_dir: Path) -> str:
+    """Log outputs on the sweep parent, on `mlflow run`'s run, or on a new `compare` run."""
+    from mlflow.entities import RunTag
+
+    tags = _summary_tags(options, scope, outcome.comparison)
+    tags[NOTE_TAG] = _note(outcome.markdown)
+    run_id = options.parent_run_id or os.environ.get("MLFLOW_RUN_ID")
+    created = not run_id
+    if created:
+        name = f"compare {outcome.comparison.run_count} runs"
+        run_id = client.create_run(scope.experiment_ids[0], run_name=name,
+                                   tags={RUN_KIND_TAG: "compare"}).info.run_id
+    elif not options.parent_run_id:
+        tags[RUN_KIND_TAG] = "compare"  # the run `mlflow run -e compare` created
+    client.log_batch(run_id, tags=[RunTag(key, value) for key, value in tags.items()])
+    client.log_artifacts(run_id, str(output_dir), ARTIFACT_DIR)
+    if created:
+        client.set_terminated(run_id, "FINISHED")
+    return run_id
+
+
+def ui_links(client, scope: CompareScope, run_id: str | None) -> list[str]:
+    """Runs-view (and compare run) links when the tracking server is http(s)."""
+    uri = getattr(client, "tracking_uri", "") or ""
+    if not str(uri).startswith(("http://", "https://")):
+        return []
+    base = str(uri).rstrip("/")
+    links = [f"{base}/#/experiments/{exp_id}/runs?workflowType=machine_learning"
+             for exp_id in scope.experiment_ids[:5]]
+    if run_id:
+        experiment_id = client.get_run(run_id).info.experiment_id
+        links.append(f"{base}/#/experiments/{experiment_id}/runs/{run_id}")
+    return links

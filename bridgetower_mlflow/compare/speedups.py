@@ -1,0 +1,163 @@
+"""Pure speedup tables: accelerators vs a baseline, settings vs workers=0, best vs best."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError
+from .grouping import (
+    CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats, Setting, accelerator_sort_key, group_records, ratio,
+)
+from .records import RunRecord
+
+PREFERRED_BASELINE = "a100"
+
+
+@dataclass
+class SpeedupRow:
+    """Table 1: one setting, each column's throughput and its speedup over the baseline column."""
+
+    setting: Setting
+    cells: dict[str, GroupStats]
+    vs_baseline: dict[str, float | None]
+
+
+@dataclass
+class SettingSpeedupRow:
+    """Table 2: one setting, each column's speedup over its own workers=0 CPU-decode setting."""
+
+    setting: Setting
+    vs_baseline_setting: dict[str, float | None]
+
+
+@dataclass
+class BestRow:
+    """Table 3: a column's best setting, head to head with the baseline column's best."""
+
+    column: str
+    best: GroupStats
+    vs_baseline: float | None
+
+
+@dataclass
+class ConfigSection:
+    """Everything measured under one configuration (allowed differences shown, not hidden)."""
+
+    source: str
+    warmup: str
+    config: dict  # keys equal across the section
+    differences: dict  # allowed key -> {column: value}, only keys that differ
+    columns: list[str]
+    baseline_column: str | None
+    rows: list[SpeedupRow] = field(default_factory=list)
+    setting_rows: list[SettingSpeedupRow] = field(default_factory=list)
+    best_rows: list[BestRow] = field(default_factory=list)
+
+    @property
+    def published(self) -> bool:
+        return self.source != "measured"
+
+    def title(self) -> str:
+        parts = [f"{SHORT_KEY_NAMES.get(k, k)}={v}" for k, v in self.config.items() if v != ""]
+        return ", ".join(parts + [f"warmup steps={self.warmup}"])
+
+
+def parse_allow_diff(text: str | None) -> tuple[str, ...]:
+    """`per_device_train_batch_size,precision` -> validated key tuple."""
+    keys = tuple(key.strip() for key in (text or "").split(",") if key.strip())
+    for key in keys:
+        if key not in CONFIG_KEYS:
+            raise ConfigError(
+                "allow_diff", key,
+                "allowed: " + ", ".join(CONFIG_KEYS) + " (warmup rules and settings are never mixed)",
+            )
+    return keys
+
+
+def build_sections(records: list[RunRecord], baseline: str | None, allow_diff=()) -> list[ConfigSection]:
+    """Group records and build the three tables for every configuration section."""
+    by_section: dict[tuple, list[GroupStats]] = {}
+    for group in group_records(records):
+        fixed = tuple(v for k, v in group.config.items() if k not in allow_diff)
+        by_section.setdefault((not group.published, group.source, group.warmup, fixed), []).append(group)
+    sections = [
+        _build_section(groups, baseline, allow_diff)
+        for _, groups in sorted(by_section.items(), key=lambda item: (not item[0][0], str(item[0][1:])))
+    ]
+    return sections
+
+
+def _column_of(group: GroupStats, allow_diff, split: set[str]) -> str:
+    if group.accelerator not in split:
+        return group.accelerator
+    values = ", ".join(f"{SHORT_KEY_NAMES.get(k, k)}={group.config[k]}" for k in allow_diff)
+    return f"{group.accelerator} [{values}]"
+
+
+def _build_section(groups: list[GroupStats], baseline: str | None, allow_diff) -> ConfigSection:
+    variants: dict[str, set] = {}
+    for group in groups:
+        variants.setdefault(group.accelerator, set()).add(tuple(group.config[k] for k in allow_diff))
+    split = {accel for accel, seen in variants.items() if len(seen) > 1}
+    column_groups: dict[str, list[GroupStats]] = {}
+    for group in groups:
+        column_groups.setdefault(_column_of(group, allow_diff, split), []).append(group)
+    columns = sorted(column_groups, key=lambda c: (accelerator_sort_key(column_groups[c][0].accelerator), c))
+    first = groups[0]
+    config = {k: v for k, v in first.config.items() if all(g.config[k] == v for g in groups)}
+    differences = {
+        k: {c: column_groups[c][0].config[k] for c in columns}
+        for k in allow_diff if k not in config
+    }
+    section = ConfigSection(
+        source=first.source, warmup=first.warmup, config=config, differences=differences,
+        columns=columns, baseline_column=_baseline_column(columns, column_groups, baseline),
+    )
+    _fill_tables(section, column_groups)
+    return section
+
+
+def _baseline_column(columns, column_groups, baseline: str | None) -> str | None:
+    wanted = baseline.lower() if baseline else None
+    accelerators = [column_groups[c][0].accelerator for c in columns]
+    if wanted is None:
+        wanted = PREFERRED_BASELINE if PREFERRED_BASELINE in accelerators else accelerators[0]
+    return next((c for c, a in zip(columns, accelerators) if a == wanted), None)
+
+
+def _fill_tables(section: ConfigSection, column_groups: dict[str, list[GroupStats]]) -> None:
+    cell_of = {(c, g.setting): g for c, gs in column_groups.items() for g in gs}
+    settings = sorted({g.setting for gs in column_groups.values() for g in gs}, key=Setting.sort_key)
+    base = section.baseline_column
+    for setting in settings:
+        cells = {c: cell_of[(c, setting)] for c in section.columns if (c, setting) in cell_of}
+        base_cell = cells.get(base)
+        section.rows.append(SpeedupRow(setting, cells, {
+            c: ratio(g.median, base_cell.median if base_cell else None) for c, g in cells.items()
+        }))
+        section.setting_rows.append(SettingSpeedupRow(setting, {
+            c: ratio(g.median, _median(cell_of.get((c, Setting(0, "cpu"))))) for c, g in cells.items()
+        }))
+    best = {c: max(gs, key=lambda g: g.median) for c, gs in column_groups.items()}
+    base_best = best.get(base)
+    section.best_rows = [
+        BestRow(c, best[c], ratio(best[c].median, base_best.median if base_best else None))
+        for c in section.columns
+    ]
+
+
+def _median(group: GroupStats | None) -> float | None:
+    return group.median if group else None
+
+
+@dataclass
+class Comparison:
+    """The whole result: sections plus what was used and what was left out."""
+
+    sections: list[ConfigSection]
+    baseline: str | None
+    allow_diff: tuple[str, ...]
+    run_count: int
+    left_out: dict
+    experiments: list[str]
+    notes: list[str] = field(default_factory=list)

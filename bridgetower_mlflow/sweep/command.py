@@ -1,0 +1,50 @@
+"""`bridgetower-mlflow sweep`: the click command (heavy imports happen inside it)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import BridgeTowerMlflowError
+
+# train options a sweep passes through unchanged when given
+PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "per_device_train_batch_size")
+
+
+@click.command("sweep", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option("--accel", default="cpu", show_default=True, help="Accelerator kind for every cell.")
+@click.option("--workers", default="0,1,2", show_default=True, help="dataloader_num_workers values.")
+@click.option("--device-decode", default="false,true", show_default=True,
+              help="device_decode values; cells the accelerator cannot do are skipped with a note.")
+@click.option("--repeats", default="1", show_default=True, help="Runs per cell (median/min/max in compare).")
+@click.option("--baseline", default="", help="Baseline accelerator for the final compare.")
+@click.option("--experiment-name", default="", help="Experiment for the parent and children.")
+@click.option("--model", default=None, help="Passed to train.")
+@click.option("--dataset", default=None, help="Passed to train.")
+@click.option("--max-steps", default=None, help="Passed to train.")
+@click.option("--per-device-train-batch-size", default=None, help="Passed to train.")
+@click.pass_context
+def sweep_command(ctx, accel, workers, device_decode, repeats, baseline, experiment_name, **train_options):
+    """Run the workers x device-decode x repeats grid as nested train runs, then compare them.
+
+    Any other `--key value` (or anything after `--`) is passed to every train run.
+    """
+    from .orchestrate import SweepOptions, run_sweep
+
+    passthrough = []
+    for name in PASSTHROUGH_OPTIONS:
+        if train_options.get(name) not in (None, ""):
+            passthrough += [f"--{name.replace('_', '-')}", str(train_options[name])]
+    options = SweepOptions(accel=accel, workers=workers, device_decode=device_decode, repeats=repeats,
+                           baseline=baseline, experiment_name=experiment_name.strip(),
+                           passthrough=passthrough + list(ctx.args))
+    try:
+        outcome = run_sweep(options, echo=click.echo)
+    except BridgeTowerMlflowError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    done = len(outcome.results) - len(outcome.failed)
+    click.echo(f"sweep {outcome.parent_run_id}: {done} of {len(outcome.results)} runs finished")
+    if outcome.failed:
+        sys.exit(1)

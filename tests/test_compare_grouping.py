@@ -1,0 +1,98 @@
+"""Pure grouping and speedup logic: identity, repeats, allow_diff, warmup separation, normalization."""
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+
+from bridgetower_mlflow.compare.records import record_from_run
+from bridgetower_mlflow.compare.speedups import build_sections, parse_allow_diff
+from bridgetower_mlflow.compare.synthetic import TrainRunSpec, train_run_contents
+from bridgetower_mlflow.errors import ConfigError
+
+
+def _run(spec: TrainRunSpec, run_id="r", **param_overrides):
+    params, tags, metrics = train_run_contents(spec)
+    params.update(param_overrides)
+    info = SimpleNamespace(run_id=run_id, run_name=tags["mlflow.runName"], experiment_id="1", status="FINISHED")
+    return SimpleNamespace(info=info, data=SimpleNamespace(params=params, tags=tags, metrics=metrics))
+
+
+def _record(accel, value, run_id="r", **spec_fields):
+    return record_from_run(_run(TrainRunSpec(accel, value, **spec_fields), run_id))
+
+
+def test_raw_mlflow_run_spellings_are_normalized():
+    spellings = [("True", "2"), ("1", "2.0"), ("true", "2")]
+    records = [
+        record_from_run(_run(TrainRunSpec("gaudi2", 800.0 + i, workers=2, device_decode=True, raw_bool=flag),
+                             f"r{i}", dataloader_num_workers=workers))
+        for i, (flag, workers) in enumerate(spellings)
+    ]
+    (section,) = build_sections(records, None)
+    (row,) = section.rows
+    assert row.setting.label == "w2 decode=device"
+    assert row.cells["gaudi2"].n == 3 and row.cells["gaudi2"].median == 801.0
+
+
+def test_repeats_give_median_min_max_and_speedup_is_ratio_of_medians():
+    records = [_record("a100", v, f"a{v}", workers=2) for v in (100.0, 110.0, 300.0)]
+    records += [_record("gaudi2", v, f"g{v}", workers=2) for v in (200.0, 220.0)]
+    (section,) = build_sections(records, "a100")
+    cell = section.rows[0].cells["a100"]
+    assert (cell.median, cell.minimum, cell.maximum, cell.n) == (110.0, 100.0, 300.0, 3)
+    assert section.rows[0].vs_baseline["gaudi2"] == pytest.approx(210.0 / 110.0)
+
+
+def test_different_batch_is_not_side_by_side_unless_allowed():
+    records = [_record("a100", 100.0, "a", batch=32), _record("gaudi2", 300.0, "g", batch=40)]
+    separate = build_sections(records, None)
+    assert len(separate) == 2 and all(len(s.columns) == 1 for s in separate)
+    (together,) = build_sections(records, "a100", parse_allow_diff("per_device_train_batch_size"))
+    assert together.columns == ["a100", "gaudi2"]
+    assert together.differences == {"per_device_train_batch_size": {"a100": "32", "gaudi2": "40"}}
+    assert together.rows[0].vs_baseline["gaudi2"] == pytest.approx(3.0)
+
+
+def test_allowed_key_varying_within_one_accelerator_splits_its_columns():
+    records = [_record("gaudi2", 300.0, "g40", batch=40), _record("gaudi2", 330.0, "g48", batch=48),
+               _record("a100", 100.0, "a", batch=32)]
+    (section,) = build_sections(records, "a100", ("per_device_train_batch_size",))
+    assert section.columns == ["a100", "gaudi2 [batch/device=40]", "gaudi2 [batch/device=48]"]
+    assert section.rows[0].cells["gaudi2 [batch/device=48]"].values == [330.0]
+
+
+def test_warmup_rules_are_never_mixed():
+    records = [_record("a100", 100.0, "a", warmup_steps=0), _record("gaudi2", 300.0, "g", warmup_steps=3)]
+    sections = build_sections(records, None, parse_allow_diff("per_device_train_batch_size"))
+    assert sorted(s.warmup for s in sections) == ["0", "3"]
+    with pytest.raises(ConfigError, match="throughput_warmup_steps"):
+        parse_allow_diff("throughput_warmup_steps")
+
+
+def test_fallback_to_cpu_loader_is_its_own_setting():
+    asked = _run(TrainRunSpec("h100", 500.0, workers=2, device_decode=True), "fallback")
+    asked.data.tags["data_loader"] = "torch-cpu"  # the loader that actually ran
+    records = [record_from_run(asked), _record("h100", 480.0, "cpu", workers=2)]
+    (section,) = build_sections(records, None)
+    assert [row.setting.label for row in section.rows] == ["w2 decode=cpu", "w2 decode=cpu-fallback"]
+
+
+def test_missing_baseline_gives_no_speedups_and_setting_speedups_still_work():
+    records = [_record("cpu", 10.0, "w0", workers=0), _record("cpu", 15.0, "w1", workers=1)]
+    (section,) = build_sections(records, "a100")
+    assert section.baseline_column is None
+    assert section.rows[1].vs_baseline == {"cpu": None}
+    assert section.setting_rows[1].vs_baseline_setting["cpu"] == pytest.approx(1.5)
+
+
+def test_run_without_throughput_is_not_a_record():
+    run = _run(TrainRunSpec("cpu", 1.0))
+    del run.data.metrics["train_samples_per_second"]
+    assert record_from_run(run) is None
+
+
+def test_devices_come_from_the_accelerator_count_tag():
+    record = _record("h100", 100.0, devices=4)
+    assert record.devices == "4"
+    assert replace(record, devices="8") != record
