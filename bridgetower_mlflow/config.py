@@ -93,6 +93,7 @@ class TrainConfig:
     max_seq_length: int = 128
     max_train_samples: int = 0
     max_eval_samples: int = 0
+    save_steps: int = 0
     register_as: str = ""
     log_model: bool = True
     resume: bool = False
@@ -167,6 +168,7 @@ def build_train_config(**raw) -> TrainConfig:
         max_seq_length=parse_int("max_seq_length", get("max_seq_length"), 8),
         max_train_samples=parse_int("max_train_samples", get("max_train_samples"), 0),
         max_eval_samples=parse_int("max_eval_samples", get("max_eval_samples"), 0),
+        save_steps=parse_int("save_steps", get("save_steps"), 0),
         register_as=_check_register_name(str(get("register_as"))),
         log_model=parse_bool("log_model", get("log_model")),
         resume=parse_bool("resume", get("resume")),
@@ -178,3 +180,13 @@ def build_train_config(**raw) -> TrainConfig:
     if config.register_as and not config.log_model:
         raise ConfigError("log_model", "false", "allowed: true when register_as is set (a version needs a model)")
     return config
+
+
+def to_cli_args(config: TrainConfig) -> list[str]:
+    """The `train` command line that rebuilds `config` (used to start the ranks of a multi-device run)."""
+    argv = []
+    for key, value in config.to_params().items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        argv += [f"--{key.replace('_', '-')}", str(value)]
+    return argv

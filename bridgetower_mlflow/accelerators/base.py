@@ -80,6 +80,10 @@ class Accelerator(ABC):
         """Extra keyword arguments for the trainer (GaudiTrainer needs gaudi_config)."""
         return {}
 
+    def extra_params(self, args, config) -> dict:
+        """Vendor settings that shaped the run (e.g. the Gaudi config), logged as params."""
+        return {}
+
     def distributed_backend(self) -> str:
         return "gloo"
 
@@ -91,6 +95,10 @@ class Accelerator(ABC):
             sys.executable, "-m", "torch.distributed.run", "--standalone",
             f"--nproc_per_node={devices}", "-m", "bridgetower_mlflow", *module_argv,
         ]
+
+    def precision_used(self, args) -> str:
+        """What the run really computed in (the `precision` tag): bf16 or fp32."""
+        return "bf16" if getattr(args, "bf16", False) else "fp32"
 
     def synchronize(self) -> None:
         """Wait for queued device work (used only at phase boundaries, never per step)."""

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-import platform
 
-from .base import Accelerator, DeviceInfo
+from .base import Accelerator, DeviceInfo, host_facts
 
 
 class CpuAccelerator(Accelerator):
@@ -17,7 +16,7 @@ class CpuAccelerator(Accelerator):
 
         return DeviceInfo(
             kind="cpu",
-            device_name=platform.processor() or platform.machine() or "cpu",
+            device_name=host_facts()["host.cpu_model"],
             count=devices,
             memory_gb=round(psutil.virtual_memory().total / 2**30, 1),
             driver=None,

@@ -1,0 +1,119 @@
+"""Dataset loading: the generated sample set, a local folder, or a Hub dataset (real code)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DataError
+from .collate import ImageTransform
+from .sample import generate_sample_set
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+@dataclass
+class PreparedData:
+    """Tokenized splits with on-the-fly image decoding, plus what identifies the data."""
+
+    train: object
+    validation: object
+    validation_rows: list[dict]  # raw text columns for caption matching
+    source: str
+    fingerprint: str
+    eval_fingerprint: str
+    image_column: str
+    caption_column: str
+
+
+def _load_dataset_dict(dataset: str, dataset_config: str):
+    import datasets
+
+    if dataset == "sample":
+        folder = generate_sample_set()
+        return datasets.load_dataset("imagefolder", data_dir=str(folder)), f"sample:{folder}"
+    path = Path(dataset).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise DataError(f"dataset: '{dataset}' is not a folder; allowed: sample, a local folder or a Hub id")
+        if (path / "dataset_dict.json").exists():
+            return datasets.load_from_disk(str(path)), f"disk:{path.resolve()}"
+        return datasets.load_dataset(str(path.resolve())), f"folder:{path.resolve()}"
+    if dataset.startswith(("/", ".", "~")) or not HUB_ID.match(dataset):
+        raise DataError(
+            f"dataset: folder '{dataset}' does not exist; allowed: sample, an existing local folder or a Hub dataset id"
+        )
+    try:
+        return datasets.load_dataset(dataset, dataset_config or None), f"hub:{dataset}:{dataset_config}"
+    except Exception as exc:  # offline, missing, gated: all are user-facing data errors
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"dataset: cannot load Hub dataset '{dataset}' (config {dataset_config!r}): {first}") from None
+
+
+def _ensure_splits(splits, seed: int):
+    """Keep a dataset's own validation split (the upstream example discarded it); else carve one."""
+    if "train" not in splits:
+        raise DataError(f"dataset: no 'train' split; found {sorted(splits)}")
+    if "validation" not in splits:
+        if "test" in splits:
+            splits["validation"] = splits["test"]
+        else:
+            carved = splits["train"].train_test_split(test_size=0.2, seed=seed)
+            splits["train"], splits["validation"] = carved["train"], carved["test"]
+    return splits
+
+
+def _check_columns(split, image_column: str, caption_column: str) -> None:
+    for field, column in (("image_column", image_column), ("caption_column", caption_column)):
+        if column not in split.column_names:
+            raise DataError(f"{field}: column '{column}' not in the dataset; allowed: {', '.join(split.column_names)}")
+
+
+def _fingerprint(source: str, rows: list[dict], caption_column: str) -> str:
+    digest = hashlib.sha256(source.split(":")[0].encode())
+    for row in rows:
+        digest.update(json.dumps([row.get(caption_column), row.get("caption_choices"), row.get("label")]).encode())
+    return digest.hexdigest()[:16]
+
+
+def _text_rows(split, caption_column: str) -> list[dict]:
+    keep = [c for c in (caption_column, "caption_choices", "label") if c in split.column_names]
+    return split.select_columns(keep).to_list()
+
+
+def prepare_data(config, tokenizer, image_size: int) -> PreparedData:
+    """Load, split, tokenize (padded to max length) and attach the image transform."""
+    import datasets
+
+    splits, source = _load_dataset_dict(config.dataset, config.dataset_config)
+    splits = _ensure_splits(splits, config.seed)
+    _check_columns(splits["train"], config.image_column, config.caption_column)
+    train, validation = splits["train"], splits["validation"]
+    if config.max_train_samples:
+        train = train.select(range(min(config.max_train_samples, len(train))))
+    if config.max_eval_samples:
+        validation = validation.select(range(min(config.max_eval_samples, len(validation))))
+    if isinstance(train.features.get(config.image_column), datasets.Image):
+        train = train.cast_column(config.image_column, datasets.Image(decode=False))
+        validation = validation.cast_column(config.image_column, datasets.Image(decode=False))
+    validation_rows = _text_rows(validation, config.caption_column)
+
+    def tokenize(batch):
+        return tokenizer(batch[config.caption_column], padding="max_length", truncation=True,
+                         max_length=config.max_seq_length)
+
+    keep = {config.image_column}
+    prepared = []
+    for split in (train, validation):
+        drop = [c for c in split.column_names if c not in keep]
+        split = split.map(tokenize, batched=True, remove_columns=drop, desc="tokenize")
+        prepared.append(split.with_transform(ImageTransform(config.image_column, image_size)))
+    train_fp = _fingerprint(source, _text_rows(train, config.caption_column)[:2000], config.caption_column)
+    return PreparedData(
+        train=prepared[0], validation=prepared[1], validation_rows=validation_rows, source=source,
+        fingerprint=train_fp, eval_fingerprint=_fingerprint(source, validation_rows, config.caption_column),
+        image_column=config.image_column, caption_column=config.caption_column,
+    )

@@ -1,0 +1,127 @@
+"""BridgeTowerForContrastiveLearning: random-init presets built from configs, or from_pretrained."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from .data.image_transform import CLIP_MEAN, CLIP_STD
+from .data.sample import default_sample_dir, text_corpus
+from .errors import ConfigError
+
+LOGIT_SCALE_INIT = 2.6592
+log = logging.getLogger(__name__)
+
+# Tower sizes of the real checkpoints; `large` is BridgeTower/bridgetower-large-itm-mlm-itc (~866M).
+PRESETS = {
+    "tiny": dict(hidden=64, text_layers=2, vision_layers=2, cross_layers=2, heads=2, intermediate=128,
+                 patch=16, image_size=64, contrastive=32, vocab=None),
+    "base": dict(hidden=768, text_layers=12, vision_layers=12, cross_layers=6, heads=12, intermediate=3072,
+                 patch=16, image_size=288, contrastive=512, vocab=50265),
+    "large": dict(hidden=1024, text_layers=24, vision_layers=24, cross_layers=6, heads=16, intermediate=4096,
+                  patch=14, image_size=294, contrastive=512, vocab=50265),
+}
+
+
+@dataclass
+class LoadedModel:
+    model: object
+    tokenizer: object
+    image_processor: object
+    image_size: int
+    image_mean: tuple
+    image_std: tuple
+    source: str  # preset:<name> or the Hub id / path
+
+
+def preset_tokenizer(cache_dir: Path | None = None):
+    """A byte-level BPE (RoBERTa layout) trained on the sample set's sentences, cached on disk."""
+    import inspect
+    import json
+    import tempfile
+
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import AutoTokenizer, RobertaTokenizerFast
+
+    folder = Path(cache_dir or default_sample_dir().parent / "tokenizer-v2")
+    if not (folder / "tokenizer_config.json").exists():
+        bpe = ByteLevelBPETokenizer()
+        bpe.train_from_iterator(text_corpus(), vocab_size=1000, min_frequency=1,
+                                special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+        with tempfile.TemporaryDirectory() as raw:
+            vocab_file, merges_file = bpe.save_model(raw)
+            if "vocab" in inspect.signature(RobertaTokenizerFast.__init__).parameters:  # transformers 5.x
+                merges = [tuple(line.split()) for line in Path(merges_file).read_text().splitlines()[1:] if line]
+                tokenizer = RobertaTokenizerFast(vocab=json.loads(Path(vocab_file).read_text()), merges=merges)
+            else:
+                tokenizer = RobertaTokenizerFast(vocab_file=vocab_file, merges_file=merges_file)
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(dir=folder.parent))
+            tokenizer.save_pretrained(str(staging))
+            if not folder.exists():
+                staging.rename(folder)
+    return AutoTokenizer.from_pretrained(str(folder))
+
+
+def preset_config(name: str, vocab_size: int, max_seq_length: int):
+    from transformers import BridgeTowerConfig
+
+    p = PRESETS[name]
+    text = dict(vocab_size=p["vocab"] or vocab_size, hidden_size=p["hidden"], num_hidden_layers=p["text_layers"],
+                num_attention_heads=p["heads"], intermediate_size=p["intermediate"],
+                max_position_embeddings=max(514, max_seq_length + 2))
+    vision = dict(hidden_size=p["hidden"], num_hidden_layers=p["vision_layers"], patch_size=p["patch"],
+                  image_size=p["image_size"])
+    config = BridgeTowerConfig(text_config=text, vision_config=vision, hidden_size=p["hidden"],
+                               num_attention_heads=p["heads"], num_hidden_layers=p["cross_layers"])
+    # transformers 5.x has no defaults for these two; the checkpoint carries them as extra keys.
+    config.contrastive_hidden_size = p["contrastive"]
+    config.logit_scale_init_value = LOGIT_SCALE_INIT
+    return config
+
+
+def _image_processor(image_size: int, mean=CLIP_MEAN, std=CLIP_STD):
+    from transformers.models.bridgetower import BridgeTowerImageProcessorPil
+
+    return BridgeTowerImageProcessorPil(size={"shortest_edge": image_size}, crop_size={"height": image_size,
+                                        "width": image_size}, image_mean=list(mean), image_std=list(std))
+
+
+def load_model(name: str, max_seq_length: int, seed: int) -> LoadedModel:
+    """A preset (random init, seeded) or a pretrained checkpoint with its processor."""
+    import torch
+    from transformers import BridgeTowerForContrastiveLearning
+
+    if name in PRESETS:
+        tokenizer = preset_tokenizer()
+        config = preset_config(name, len(tokenizer), max_seq_length)
+        torch.manual_seed(seed)
+        model = BridgeTowerForContrastiveLearning(config)
+        size = config.vision_config.image_size
+        return LoadedModel(model, tokenizer, _image_processor(size), size, CLIP_MEAN, CLIP_STD, f"preset:{name}")
+    return _load_pretrained(name)
+
+
+def _load_pretrained(name: str) -> LoadedModel:
+    from transformers import AutoImageProcessor, AutoTokenizer, BridgeTowerForContrastiveLearning
+
+    try:
+        model = BridgeTowerForContrastiveLearning.from_pretrained(name)
+        tokenizer = AutoTokenizer.from_pretrained(name)
+    except (OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError("model", name, f"allowed: tiny, base, large, a Hub id or a local checkpoint ({first})") from None
+    try:
+        processor = AutoImageProcessor.from_pretrained(name)
+        mean, std = tuple(processor.image_mean), tuple(processor.image_std)
+    except (OSError, ValueError):
+        log.warning("no image processor with %s; using CLIP mean/std", name)
+        mean, std = CLIP_MEAN, CLIP_STD
+        processor = None
+    size = model.config.vision_config.image_size
+    return LoadedModel(model, tokenizer, processor or _image_processor(size, mean, std), size, mean, std, name)
+
+
+def count_parameters(model) -> int:
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,101 @@
+"""Steady-state throughput with one rule on every accelerator.
+
+Host clocks only: the step loop gains no device synchronization. The interval metrics use the
+synchronization the Trainer already does when it reads the loss at each logging step.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from transformers import TrainerCallback
+
+
+@dataclass
+class RankThroughput:
+    """One rank's measured window: after the first `warmup_steps` steps until training ended."""
+
+    steps: int
+    samples: int
+    seconds: float
+    wait_seconds: float
+    total_seconds: float
+    total_wait_seconds: float
+
+
+class ThroughputCallback(TrainerCallback):
+    """Records step times, logs `step_samples_per_second` and `loss` at each logging step."""
+
+    def __init__(self, sink, timed_loader_ref, samples_per_step: int, warmup_steps: int,
+                 logging_steps: int):
+        self.sink = sink
+        self.loader_ref = timed_loader_ref  # callable -> TimedLoader (created lazily by the trainer)
+        self.samples_per_step = samples_per_step
+        self.warmup_steps = warmup_steps
+        self.logging_steps = logging_steps
+        self.start_step = 0
+        self.t_begin = self.t_warm = self.t_end = None
+        self.wait_warm = 0.0
+        self._last = None  # (time, step, wait) at the previous logging step
+
+    def _wait(self) -> float:
+        loader = self.loader_ref()
+        return loader.wait_seconds if loader is not None else 0.0
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start_step = state.global_step  # > 0 when resuming from a checkpoint
+        self.t_begin = time.perf_counter()
+        self._last = (self.t_begin, self.start_step, 0.0)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        now, step = time.perf_counter(), state.global_step
+        if step - self.start_step == self.warmup_steps:
+            self.t_warm, self.wait_warm = now, self._wait()
+        if step % self.logging_steps == 0 and self._last is not None:
+            t_prev, step_prev, wait_prev = self._last
+            elapsed, wait = now - t_prev, self._wait()
+            if elapsed > 0 and step > step_prev:
+                self.sink.log_metric("step_samples_per_second",
+                                     (step - step_prev) * self.samples_per_step / elapsed, step)
+                self.sink.log_metric("step_dataloader_wait_fraction", min(1.0, (wait - wait_prev) / elapsed), step)
+            self._last = (now, step, wait)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        for key in ("loss", "grad_norm", "learning_rate"):
+            if logs and isinstance(logs.get(key), (int, float)):
+                self.sink.log_metric(key, float(logs[key]), state.global_step)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.t_end = time.perf_counter()
+        self.final_step = state.global_step
+
+    def result(self, per_rank_samples_per_step: int) -> RankThroughput:
+        """This rank's window; raises if training ran no step past the warmup."""
+        steps = self.final_step - self.start_step - self.warmup_steps
+        if self.t_warm is None or steps <= 0:
+            raise RuntimeError(
+                f"throughput_warmup_steps: {self.warmup_steps} leaves no measured step "
+                f"(the run made {self.final_step - self.start_step} steps)"
+            )
+        total_wait = self._wait()
+        return RankThroughput(
+            steps=steps, samples=steps * per_rank_samples_per_step, seconds=self.t_end - self.t_warm,
+            wait_seconds=total_wait - self.wait_warm, total_seconds=self.t_end - self.t_begin,
+            total_wait_seconds=total_wait,
+        )
+
+
+def combine_ranks(ranks: list[RankThroughput]) -> dict:
+    """Global figures: samples summed over ranks over the slowest rank's window."""
+    seconds = max(r.seconds for r in ranks)
+    samples = sum(r.samples for r in ranks)
+    wait = max(r.wait_seconds / r.seconds for r in ranks if r.seconds > 0)
+    return {
+        "train_samples_per_second": samples / seconds,
+        "train_samples_per_second_per_device": samples / seconds / len(ranks),
+        "train_steady_state_seconds": seconds,
+        "train_measured_steps": ranks[0].steps,
+        "dataloader_wait_fraction": min(1.0, wait),
+        "dataloader_wait_fraction_all_steps": min(1.0, max(r.total_wait_seconds / r.total_seconds for r in ranks)),
+    }

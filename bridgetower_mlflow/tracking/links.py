@@ -1,0 +1,40 @@
+"""Where to look at a run: the MLflow UI link printed after train, sweep and compare."""
+
+from __future__ import annotations
+
+import click
+
+
+def runs_view_url(experiment_id: str, run_id: str | None = None) -> tuple[str, str | None]:
+    """(url, how to start the UI first or None); the runs table is the 'Model training' view."""
+    import mlflow
+
+    from .params import redact_text
+
+    uri = mlflow.get_tracking_uri()
+    if uri.startswith(("http://", "https://")):
+        base, hint = redact_text(uri.rstrip("/")), None
+    else:
+        base, hint = "http://127.0.0.1:5000", f"mlflow ui --backend-store-uri {uri} --port 5000"
+    path = f"/#/experiments/{experiment_id}/runs/{run_id}" if run_id else \
+        f"/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+    return base + path, hint
+
+
+def print_run_summary(result) -> None:
+    if not result.run_id:
+        return
+    from mlflow.tracking import MlflowClient
+
+    run = MlflowClient().get_run(result.run_id)
+    metrics = result.metrics or run.data.metrics
+    url, hint = runs_view_url(run.info.experiment_id, result.run_id)
+    click.echo(f"run {result.run_id} ({run.info.status}): "
+               f"{metrics.get('train_samples_per_second', float('nan')):.1f} samples/s, "
+               f"dataloader wait {metrics.get('dataloader_wait_fraction', float('nan')):.1%}, "
+               f"eval_recall_at_1 {metrics.get('eval_recall_at_1', float('nan')):.3f}")
+    if result.model_version:
+        click.echo(f"registered version {result.model_version}")
+    if result.spill_left:
+        click.echo(f"warning: {result.spill_left} metrics wait in the spill file (see the log above)", err=True)
+    click.echo(f"open it: {url}" + (f"  (first run: {hint})" if hint else ""))

@@ -1,0 +1,105 @@
+"""Params: flatten, redact secrets, fit MLflow's limits without dropping anything."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+
+MAX_VALUE = 6000
+MAX_KEY = 250
+BATCH = 100
+REDACTED = "***"
+
+_SECRET_KEY = re.compile(
+    r"(?i)(passw(or)?d|passwd|secret|credential|api[_-]?key|access[_-]?key|private[_-]?key|"
+    r"auth(orization)?([_-]?header)?$|(^|[._-])token$|_token$|bearer)"
+)
+_SECRET_VALUE = re.compile(
+    r"(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[A-Za-z0-9_-]{20,}|"
+    r"AKIA[0-9A-Z]{16}|eyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,}|(?i:bearer)\s+\S{8,}|"
+    r"://[^/\s:@]+:[^/\s@]+@|xox[bpas]-[\w-]{10,})"
+)
+_SECRET_ENV = ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
+               "MLFLOW_TRACKING_CLIENT_CERT_PATH", "AWS_SECRET_ACCESS_KEY", "DATABRICKS_TOKEN")
+
+
+def flatten(value, prefix: str = "") -> dict[str, object]:
+    """Nested dicts become dotted keys; lists stay as JSON values."""
+    if isinstance(value, dict):
+        out = {}
+        for key, inner in value.items():
+            out.update(flatten(inner, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def _as_text(value) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def secret_values() -> list[str]:
+    """Secrets present in this process's environment: any param holding one is redacted."""
+    return [os.environ[name] for name in _SECRET_ENV if len(os.environ.get(name, "")) >= 4]
+
+
+def is_secret(key: str, text: str, known: list[str]) -> bool:
+    if _SECRET_KEY.search(key) and text not in ("", "None", "null", "[]", "{}"):
+        return True
+    return bool(_SECRET_VALUE.search(text)) or any(secret in text for secret in known)
+
+
+def redact_text(text: str, known: list[str] | None = None) -> str:
+    """Replace token-, password- or key-like parts of free text (descriptions, logs) by ***."""
+    known = secret_values() if known is None else known
+    for secret in known:
+        text = text.replace(secret, REDACTED)
+    return _SECRET_VALUE.sub(REDACTED, text)
+
+
+def prepare_params(params: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """(loggable, full): redacted strings; loggable fits MLflow's key/value limits."""
+    known = secret_values()
+    full, loggable = {}, {}
+    for key, value in flatten(params).items():
+        text = _as_text(value)
+        if is_secret(key, text, known):
+            text = REDACTED
+        full[key] = text
+        short_key = key if len(key) <= MAX_KEY else key[: MAX_KEY - 9] + "~" + hashlib.sha1(key.encode()).hexdigest()[:8]
+        short = text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 40] + f"...[{len(text)} chars: params_full.json]"
+        loggable[short_key] = short
+    return loggable, full
+
+
+def same_value(a: str, b: str) -> bool:
+    """`mlflow run` logs raw -P strings first: 1e-5 == 1e-05, true == True, 2 == 2.0."""
+    if a == b:
+        return True
+    lowered = {a.strip().lower(), b.strip().lower()}
+    if lowered <= {"true", "1", "yes"} or lowered <= {"false", "0", "no", ""}:
+        return True
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
+def conflicts(existing: dict[str, str], new: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """Keys whose already-logged value differs in meaning from the new one."""
+    return {k: (existing[k], v) for k, v in new.items() if k in existing and not same_value(existing[k], v)}
+
+
+def log_params(client, run_id: str, params: dict[str, str], existing: dict[str, str]) -> int:
+    """Log what is not yet on the run, in batches of 100; returns how many were sent."""
+    from mlflow.entities import Param
+
+    todo = [Param(k, v) for k, v in params.items() if k not in existing]
+    for start in range(0, len(todo), BATCH):
+        client.log_batch(run_id, params=todo[start:start + BATCH], synchronous=True)
+    return len(todo)

@@ -1,0 +1,127 @@
+"""Rank 0's MLflow run: start or resume, params, tags, buffered metrics, artifacts, end status."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+from ..errors import ConfigError, TrackingError
+from . import params as params_mod
+from .metric_buffer import MetricBuffer
+
+log = logging.getLogger(__name__)
+
+
+def spill_dir() -> Path:
+    root = os.environ.get("BRIDGETOWER_MLFLOW_CACHE") or Path.home() / ".cache" / "bridgetower-mlflow"
+    return Path(root) / "spill"
+
+
+def tracking_error(action: str, exc: Exception) -> TrackingError:
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    uri = params_mod.redact_text(_tracking_uri())
+    return TrackingError(f"tracking: cannot {action} at {uri}: {params_mod.redact_text(first)}")
+
+
+def _tracking_uri() -> str:
+    import mlflow
+
+    return mlflow.get_tracking_uri()
+
+
+class RunSession:
+    """One MLflow run, used only by rank 0. Metrics go through a MetricBuffer off the hot path."""
+
+    def __init__(self, run_id: str, client, system_metrics: bool):
+        self.run_id, self.client, self.system_metrics = run_id, client, system_metrics
+        self.buffer = MetricBuffer(client, run_id, spill_dir() / f"{run_id}.spill.jsonl")
+        self.existing_params = dict(client.get_run(run_id).data.params)
+
+    @classmethod
+    def start(cls, experiment_name: str, run_name: str, tags: dict, resume_run_id: str | None = None,
+              system_metrics_interval: float = 2.0) -> "RunSession":
+        """Resume MLFLOW_RUN_ID (mlflow run, sweeps) or `resume_run_id`, else start a new run."""
+        import mlflow
+
+        try:
+            run_id = os.environ.get("MLFLOW_RUN_ID") or resume_run_id
+            if not run_id and experiment_name:
+                mlflow.set_experiment(experiment_name)
+            mlflow.set_system_metrics_sampling_interval(system_metrics_interval)
+            mlflow.set_system_metrics_samples_before_logging(1)
+            active = mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name or None,
+                                      tags=tags, log_system_metrics=True)
+        except Exception as exc:  # noqa: BLE001 - server down, bad URI, permissions
+            raise tracking_error("start the run", exc) from None
+        if run_id and run_name:
+            mlflow.set_tag("mlflow.runName", run_name)
+        return cls(active.info.run_id, mlflow.tracking.MlflowClient(), True)
+
+    def log_params(self, params: dict) -> int:
+        """Log every param (flattened, redacted, fitted to limits) plus params_full.json."""
+        loggable, full = params_mod.prepare_params(params)
+        clash = params_mod.conflicts(self.existing_params, loggable)
+        if clash:
+            key, (old, new) = next(iter(clash.items()))
+            raise ConfigError(key, new, f"allowed: {old!r}, the value this run already logged (resumed runs keep "
+                                        "their params; start a new run to change it)")
+        try:
+            sent = params_mod.log_params(self.client, self.run_id, loggable, self.existing_params)
+        except Exception as exc:  # noqa: BLE001
+            raise tracking_error("log params", exc) from None
+        self.existing_params.update(loggable)
+        self.log_dict(full, "params_full.json")
+        return sent
+
+    def set_tags(self, tags: dict) -> None:
+        from mlflow.entities import RunTag
+
+        clean = [RunTag(k, params_mod.redact_text(str(v))) for k, v in tags.items()]
+        self._retry(lambda: self.client.log_batch(self.run_id, tags=clean, synchronous=True), "set tags")
+
+    def set_description(self, text: str) -> None:
+        self.set_tags({"mlflow.note.content": text})
+
+    def log_dict(self, data, artifact_file: str) -> None:
+        self._retry(lambda: self.client.log_dict(self.run_id, data, artifact_file), f"log {artifact_file}")
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        self._retry(lambda: self.client.log_artifact(self.run_id, str(path), artifact_path), f"log {path}")
+
+    def _retry(self, action, what: str, attempts: int = 3) -> bool:
+        """Tags and artifacts at phase ends: retried, then a warning (training results stay in the store)."""
+        for attempt in range(attempts):
+            try:
+                action()
+                return True
+            except Exception as exc:  # noqa: BLE001
+                if attempt == attempts - 1:
+                    log.warning("could not %s: %s", what, str(exc).splitlines()[0][:200])
+                time.sleep(2 ** attempt)
+        return False
+
+    def finish(self, status: str, flush_timeout: float) -> int:
+        """Flush metrics, stop system metrics, set the end status; returns metrics left in the spill."""
+        import mlflow
+
+        left = self.buffer.close(flush_timeout)
+        try:
+            mlflow.end_run(status)
+        except Exception:  # noqa: BLE001 - end_run checks the run over HTTP; retry plainly below
+            pass
+        if not self._retry(lambda: self.client.set_terminated(self.run_id, status), "set the run status", 5):
+            _record_pending_status(self.buffer.spill_path, self.run_id, status)
+            left += 1
+        if left:
+            log.warning("%d metrics could not reach the tracking server; upload them later with:\n"
+                        "  bridgetower-mlflow upload-spill %s", left, self.buffer.spill_path)
+        return left
+
+
+def _record_pending_status(spill: Path, run_id: str, status: str) -> None:
+    spill.parent.mkdir(parents=True, exist_ok=True)
+    with open(spill, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"run_id": run_id, "status": status, "end_time": int(time.time() * 1000)}) + "\n")
