@@ -124,6 +124,8 @@ def test_optimum_path_builds_gaudi_arguments_and_trainer(monkeypatch, tmp_path):
     assert adapter.trainer_kwargs(TrainConfig())["gaudi_config"].use_torch_autocast is True
     assert adapter.trainer_kwargs(TrainConfig(precision="fp32"))["gaudi_config"].use_torch_autocast is False
     assert adapter.distributed_backend() == "hccl"
+    args.bf16 = False  # what GaudiTrainer.__init__ does once it owns autocast
+    assert adapter.precision_used(args) == "bf16"
 
 
 def test_offline_default_gaudi_config_uses_the_embedded_copy(monkeypatch, tmp_path):

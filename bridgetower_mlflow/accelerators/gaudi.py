@@ -92,6 +92,7 @@ class GaudiAccelerator(Accelerator):
 
     def training_arguments(self, common: dict, config):
         distributed = world_size(config.devices) > 1
+        self._fp32 = config.precision == "fp32"
         if self.path == NATIVE_PATH:
             from transformers import TrainingArguments
 
@@ -122,6 +123,13 @@ class GaudiAccelerator(Accelerator):
             logger.warning("Gaudi config %s unreachable (%s); using the embedded copy in %s", name, exc, folder)
             self._gaudi_config_name = str(folder)
         return self._gaudi_config_name
+
+    def precision_used(self, args) -> str:
+        """GaudiTrainer resets args.bf16 once it owns autocast, so read the Gaudi config's intent too."""
+        if self.path == OPTIMUM_PATH and getattr(args, "use_habana", False):
+            autocast = self._gaudi_config_name is not None and not getattr(self, "_fp32", False)
+            return "bf16" if getattr(args, "bf16", False) or autocast else "fp32"
+        return super().precision_used(args)
 
     def trainer_class(self) -> type:
         if self.path == OPTIMUM_PATH:
