@@ -27,6 +27,10 @@ class RankInfo:
         rank = env.get("RANK", env.get("OMPI_COMM_WORLD_RANK", env.get("PMI_RANK", "0")))
         world = env.get("WORLD_SIZE", env.get("OMPI_COMM_WORLD_SIZE", env.get("PMI_SIZE", "1")))
         local = env.get("LOCAL_RANK", env.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
+        if int(world) > 1:  # torch.distributed's env:// init reads these names, also under mpirun
+            env.setdefault("RANK", str(rank))
+            env.setdefault("WORLD_SIZE", str(world))
+            env.setdefault("LOCAL_RANK", str(local))
         return cls(int(rank), int(local), int(world))
 
 

@@ -77,8 +77,16 @@ def prepare_params(params: dict) -> tuple[dict[str, str], dict[str, str]]:
     return loggable, full
 
 
+def _unquote(text: str) -> str:
+    """`mlflow run` logs string params shell-quoted ('' for empty, '--a b' for spaces)."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
 def same_value(a: str, b: str) -> bool:
-    """`mlflow run` logs raw -P strings first: 1e-5 == 1e-05, true == True, 2 == 2.0."""
+    """`mlflow run` logs raw -P strings first: 1e-5 == 1e-05, true == True, 2 == 2.0, '' == ''."""
+    a, b = _unquote(a), _unquote(b)
     if a == b:
         return True
     lowered = {a.strip().lower(), b.strip().lower()}

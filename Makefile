@@ -1,0 +1,47 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
+DEMO_EXPERIMENT ?= bridgetower-demo
+
+.PHONY: install install-test demo test test-fast ui clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first, pinned: the CPU build (a range would pull a multi-GB CUDA build)
+	$(BIN)/python -m pip install -q "torch==2.13.0"
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+install: $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[test]"
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+	touch $@
+
+install-test: $(TEST_STAMP)
+
+demo: install
+	$(BIN)/bridgetower-mlflow sample-data
+	MLFLOW_TRACKING_URI=$(TRACKING_URI) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/mlflow run . -e train -P accel=cpu --env-manager local \
+		--experiment-name $(DEMO_EXPERIMENT)
+	@echo
+	@echo "Browse the run:  $(BIN)/mlflow ui --backend-store-uri $(TRACKING_URI) --port 5000"
+	@echo "then open http://127.0.0.1:5000 and pick the '$(DEMO_EXPERIMENT)' experiment (Model training view)."
+
+test: install-test
+	$(BIN)/python -m pytest -q
+
+test-fast: install-test
+	$(BIN)/python -m pytest -q -m "not slow"
+
+ui: install
+	$(BIN)/mlflow ui --backend-store-uri $(TRACKING_URI) --port 5000
+
+clean:
+	rm -rf $(VENV) mlflow.db mlruns mlartifacts outputs
