@@ -119,7 +119,7 @@ def _add_optional_commands() -> None:
 
     for module, attr, name in (("bridgetower_mlflow.compare.command", "compare_command", "compare"),
                                ("bridgetower_mlflow.sweep", "sweep_command", "sweep"),
-                               ("bridgetower_mlflow.promote", "promote_command", "promote")):
+                               ("bridgetower_mlflow.tracking.promote_command", "promote_command", "promote")):
         try:
             command = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError):
