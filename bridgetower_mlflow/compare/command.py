@@ -10,21 +10,21 @@ from ..errors import BridgeTowerMlflowError
 
 
 @click.command("compare")
-@click.option("--experiment-name", "experiment_names", multiple=True,
+@click.option("--experiment-name", "--experiment_name", "experiment_names", multiple=True,
               help="Experiment to read runs from (repeatable). Default: MLFLOW_EXPERIMENT_ID/NAME, else all.")
-@click.option("--experiment-id", "experiment_ids", multiple=True,
+@click.option("--experiment-id", "--experiment_id", "experiment_ids", multiple=True,
               help="Experiment id(s), repeatable or comma-separated.")
 @click.option("--filter", "filter_string", default="",
               help="Extra MLflow filter, e.g. \"params.model = 'large'\" (AND only).")
 @click.option("--baseline", default="", help="Accelerator that speedups are relative to (default: a100 "
               "where present, else the first).")
-@click.option("--allow-diff", default="", help="Comma list of config keys allowed to differ side by side, "
+@click.option("--allow-diff", "--allow_diff", "allow_diff", default="", help="Comma list of config keys allowed to differ side by side, "
               "e.g. per_device_train_batch_size (differences are shown).")
 @click.option("--reference", default="none", help="none | study: add the published BridgeTower numbers.")
-@click.option("--output-dir", default="", help="Also write report.md/txt, speedups.csv/json, PNGs here.")
+@click.option("--output-dir", "--output_dir", "output_dir", default="", help="Also write report.md/txt, speedups.csv/json, PNGs here.")
 @click.option("--log-to-mlflow/--no-log", default=True, show_default=True,
               help="Log the outputs as artifacts of a `compare` run.")
-@click.option("--parent-run-id", default="", help="Compare only children of this run and log on it (sweep).")
+@click.option("--parent-run-id", "--parent_run_id", "parent_run_id", default="", help="Compare only children of this run and log on it (sweep).")
 def compare_command(experiment_names, experiment_ids, filter_string, baseline, allow_diff, reference,
                     output_dir, log_to_mlflow, parent_run_id):
     """Group train runs into identical configurations and report speedups across accelerators."""

@@ -15,15 +15,16 @@ PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "per_device_train_batch_
 @click.command("sweep", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.option("--accel", default="cpu", show_default=True, help="Accelerator kind for every cell.")
 @click.option("--workers", default="0,1,2", show_default=True, help="dataloader_num_workers values.")
-@click.option("--device-decode", default="false,true", show_default=True,
+@click.option("--device-decode", "--device_decode", "device_decode", default="false,true", show_default=True,
               help="device_decode values; cells the accelerator cannot do are skipped with a note.")
 @click.option("--repeats", default="1", show_default=True, help="Runs per cell (median/min/max in compare).")
 @click.option("--baseline", default="", help="Baseline accelerator for the final compare.")
-@click.option("--experiment-name", default="", help="Experiment for the parent and children.")
+@click.option("--experiment-name", "--experiment_name", "experiment_name", default="", help="Experiment for the parent and children.")
 @click.option("--model", default=None, help="Passed to train.")
 @click.option("--dataset", default=None, help="Passed to train.")
-@click.option("--max-steps", default=None, help="Passed to train.")
-@click.option("--per-device-train-batch-size", default=None, help="Passed to train.")
+@click.option("--max-steps", "--max_steps", "max_steps", default=None, help="Passed to train.")
+@click.option("--per-device-train-batch-size", "--per_device_train_batch_size",
+              "per_device_train_batch_size", default=None, help="Passed to train.")
 @click.pass_context
 def sweep_command(ctx, accel, workers, device_decode, repeats, baseline, experiment_name, **train_options):
     """Run the workers x device-decode x repeats grid as nested train runs, then compare them.
