@@ -53,6 +53,8 @@ class MetricBuffer:
     # sender side ----------------------------------------------------------------------------
     def _spill_locked(self, count: int) -> None:
         """Move the oldest `count` queued metrics to the spill file (caller holds the lock)."""
+        if count <= 0 or not self._queue:
+            return
         self.spill_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.spill_path, "a", encoding="utf-8") as handle:
             for _ in range(min(count, len(self._queue))):

@@ -1,0 +1,131 @@
+"""Shared fixtures: an isolated cache, temporary sqlite stores, a real `mlflow server` process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+ARTIFACTS = REPO / "test-artifacts"
+_MLFLOW_ENV = ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_TRACKING_URI",
+               "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
+               "RANK", "WORLD_SIZE", "LOCAL_RANK")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> Path:
+    """One sample set and tokenizer per test session (generated once, like a user's cache)."""
+    folder = Path(os.environ.get("BRIDGETOWER_TEST_CACHE") or tmp_path_factory.mktemp("cache"))
+    from bridgetower_mlflow.data.sample import generate_sample_set
+
+    os.environ["BRIDGETOWER_MLFLOW_CACHE"] = str(folder)
+    generate_sample_set()
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch, tmp_path):
+    """No test inherits a run, a tracking URI or credentials from the shell (or another test)."""
+    for name in _MLFLOW_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def sqlite_uri(tmp_path, monkeypatch) -> str:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    yield uri
+    mlflow.set_tracking_uri(None)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 90.0, process=None) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(url)
+
+
+class MlflowServer:
+    """A real `mlflow server` subprocess over a given backend store; can be stopped and restarted."""
+
+    def __init__(self, backend_uri: str, artifacts: Path, port: int | None = None, extra=(), env=None):
+        self.backend_uri, self.artifacts, self.port = backend_uri, artifacts, port or free_port()
+        self.extra, self.env, self.process = list(extra), env, None
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "MlflowServer":
+        command = [str(BIN / "mlflow"), "server", "--backend-store-uri", self.backend_uri,
+                   "--artifacts-destination", str(self.artifacts), "--host", "127.0.0.1",
+                   "--port", str(self.port), "--workers", "1", *self.extra]
+        log = open(self.artifacts.parent / f"server-{self.port}.log", "a")
+        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                        env={**os.environ, **(self.env or {})}, start_new_session=True)
+        wait_http(self.url + "/health", process=self.process)
+        return self
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, 9)
+            self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def mlflow_server(tmp_path, monkeypatch):
+    """A real tracking server (sqlite backend, proxied artifacts) for this test."""
+    server = MlflowServer(f"sqlite:///{tmp_path / 'server.db'}", tmp_path / "server-artifacts").start()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
+    yield server
+    server.stop()
+
+
+def run_cli(args, env_extra=None, timeout=600, cwd=None) -> subprocess.CompletedProcess:
+    """`bridgetower-mlflow ...` as a real subprocess with the test's environment."""
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}", **(env_extra or {})}
+    return subprocess.run([str(BIN / "bridgetower-mlflow"), *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=cwd)
+
+
+def mlflow_run(params: dict, experiment: str, env_extra=None, entry="train", timeout=900):
+    """`mlflow run <repo> -e <entry> -P k=v ... --env-manager local` as a real subprocess."""
+    args = [str(BIN / "mlflow"), "run", str(REPO), "-e", entry, "--env-manager", "local",
+            "--experiment-name", experiment]
+    for key, value in params.items():
+        args += ["-P", f"{key}={value}"]
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ.get('PATH', '')}", **(env_extra or {})}
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def no_running_runs(uri: str) -> list:
+    """Runs left RUNNING in any experiment (must be empty after every failure)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    ids = [e.experiment_id for e in client.search_experiments()]
+    return [r.info.run_id for r in client.search_runs(ids, "attributes.status = 'RUNNING'")] if ids else []
