@@ -73,7 +73,7 @@ def test_grid_is_repeat_major_and_device_decode_is_skipped_where_unsupported():
         "cpu w0 decode=cpu r1", "cpu w1 decode=cpu r1", "cpu w0 decode=cpu r2", "cpu w1 decode=cpu r2"]
     assert "skipped device_decode=true on cpu" in plan.notes[0]
     full = plan_cells("gaudi2", [2], [False, True], 1, supports_device_decode=True)
-    assert [c.train_args()[-1] for c in full.cells] == ["false", "true"] and not full.notes
+    assert [c.train_args()[5] for c in full.cells] == ["false", "true"] and not full.notes
 
 
 def test_grid_values_are_validated():

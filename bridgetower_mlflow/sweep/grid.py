@@ -28,7 +28,7 @@ class SweepCell:
     def train_args(self) -> list[str]:
         return [
             "--accel", self.accel, "--dataloader-num-workers", str(self.workers),
-            "--device-decode", "true" if self.device_decode else "false",
+            "--device-decode", "true" if self.device_decode else "false", "--run-name", self.run_name,
         ]
 
 
