@@ -48,6 +48,15 @@ def test_compare_logs_a_compare_run_with_artifacts_and_markdown_description(stor
     assert (tmp_path / "out" / "throughput.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_extra_filter_with_and_narrows_the_runs(store):
+    client, experiment_id = store
+    log_study_runs(client, experiment_id)
+    options = CompareOptions(experiment_names=("bench",), log_to_mlflow=False,
+                             filter_string="tags.accelerator = 'h100' AND params.dataloader_num_workers = '2'")
+    outcome = run_compare(options, client)
+    assert outcome.comparison.run_count == 1
+
+
 def test_compare_runs_are_not_compared_again(store):
     client, experiment_id = store
     log_study_runs(client, experiment_id)
@@ -61,8 +70,8 @@ def test_nothing_matching_names_experiments_and_accelerators_and_exits_2(store):
     client, experiment_id = store
     log_train_run(client, experiment_id, TrainRunSpec("gaudi2", 700.0))
     log_train_run(client, experiment_id, TrainRunSpec("h100", 1.0, status="FAILED"))
-    result = CliRunner().invoke(compare_command, ["--experiment-name", "bench", "--no-log",
-                                                  "--filter", "params.model = 'tiny'"])
+    result = CliRunner().invoke(compare_command, ["--experiment-name", "bench", "--no-log", "--filter",
+                                                  "params.model = 'tiny' AND tags.accelerator = 'h100'"])
     assert result.exit_code == 2
     assert "bench (" in result.stderr and "gaudi2, h100" in result.stderr
     assert result.stderr.startswith("error: no finished train runs match")
@@ -75,6 +84,8 @@ def test_unknown_experiment_and_bad_options_are_config_errors(store):
     assert missing.exit_code == 2 and "existing experiments: Default, bench" in missing.stderr
     bad = runner.invoke(compare_command, ["--experiment-name", "bench", "--reference", "blog"])
     assert bad.exit_code == 2 and "reference" in bad.stderr
+    bad_filter = runner.invoke(compare_command, ["--experiment-name", "bench", "--filter", "params.a = 1 OR b"])
+    assert bad_filter.exit_code == 2 and bad_filter.stderr.startswith("error: filter: invalid value")
 
 
 def test_under_mlflow_run_the_existing_run_becomes_the_compare_run(store, monkeypatch):

@@ -116,8 +116,8 @@ def record_from_run(run) -> RunRecord | None:
 
 
 def combine_filters(*filters: str | None) -> str:
-    """AND together the non-empty filter strings (MLflow's grammar has no OR)."""
-    return " AND ".join(f"({part})" if " AND " in part else part for part in filters if part)
+    """AND together the non-empty filter strings (MLflow's grammar has neither OR nor parentheses)."""
+    return " AND ".join(part.strip() for part in filters if part and part.strip())
 
 
 def iterate_runs(client, experiment_ids, filter_string: str, page_size: int = PAGE_SIZE):

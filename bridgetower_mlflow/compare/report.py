@@ -53,7 +53,7 @@ def build_comparison(client, options: CompareOptions) -> tuple[Comparison, Compa
     allow_diff = parse_allow_diff(options.allow_diff)
     scope = resolve_scope(client, options.experiment_names, options.experiment_ids,
                           options.filter_string, options.parent_run_id)
-    fetched = fetch_run_records(client, scope.experiment_ids, scope.filter_string)
+    fetched = _fetch(client, scope)
     if not fetched.records:
         raise nothing_matched(client, scope, fetched)
     records = fetched.records + (study_records() if reference == "study" else [])
@@ -68,6 +68,18 @@ def build_comparison(client, options: CompareOptions) -> tuple[Comparison, Compa
     if baseline is None:
         comparison.notes.append("Baseline per configuration: a100 where present, else the first accelerator.")
     return comparison, scope
+
+
+def _fetch(client, scope: CompareScope):
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return fetch_run_records(client, scope.experiment_ids, scope.filter_string)
+    except MlflowException as exc:
+        if exc.error_code != "INVALID_PARAMETER_VALUE":
+            raise
+        message = str(exc.message).splitlines()[0]
+        raise ConfigError("filter", scope.filter_string, f"an MLflow filter joined with AND ({message})") from None
 
 
 def write_outputs(comparison: Comparison, output_dir: Path) -> list[Path]:
