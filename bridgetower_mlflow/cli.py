@@ -82,7 +82,8 @@ def train_command(**options):
     from .tracking.links import print_run_summary
 
     result = train(config)
-    print_run_summary(result)
+    if os.environ.get("BRIDGETOWER_LAUNCHED") != "1":  # the launcher prints for its ranks
+        print_run_summary(result)
 
 
 @main.command("sample-data")

@@ -1,0 +1,66 @@
+"""Multi-process CPU runs (gloo): exactly one MLflow run per job, throughput over all ranks."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from conftest import BIN, mlflow_run, no_running_runs
+
+pytestmark = pytest.mark.slow
+SMALL = {"accel": "cpu", "devices": 2, "max_steps": 6, "logging_steps": 2, "per_device_train_batch_size": 16,
+         "dataloader_num_workers": 0, "log_model": "false"}
+
+
+def _runs(uri, experiment="0"):
+    client = MlflowClient(uri)
+    if not experiment.isdigit():
+        experiment = client.get_experiment_by_name(experiment).experiment_id
+    return client.search_runs([experiment])
+
+
+def _check_two_rank_run(run):
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["accelerator.count"] == "2"
+    metrics = run.data.metrics
+    assert metrics["train_samples_per_second"] == pytest.approx(2 * metrics["train_samples_per_second_per_device"])
+    assert 0 <= metrics["dataloader_wait_fraction"] <= 1
+
+
+def test_mlflow_run_with_devices_2_launches_ranks_and_logs_one_run(cache_dir, sqlite_uri):
+    done = mlflow_run(SMALL, "multi")
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = _runs(sqlite_uri, "multi")
+    assert len(runs) == 1
+    _check_two_rank_run(runs[0])
+    assert done.stdout.count("open it:") == 1
+
+
+def _outer_torchrun(extra_env):
+    args = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+            "-m", "bridgetower_mlflow", "train"]
+    for key, value in SMALL.items():
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", **extra_env}
+    return subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
+
+
+def test_outer_torchrun_with_run_id_for_every_rank_gives_one_run(cache_dir, sqlite_uri):
+    client = MlflowClient(sqlite_uri)
+    run_id = client.create_run("0").info.run_id
+    done = _outer_torchrun({"MLFLOW_RUN_ID": run_id})
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = _runs(sqlite_uri)
+    assert [r.info.run_id for r in runs] == [run_id]
+    _check_two_rank_run(runs[0])
+    assert no_running_runs(sqlite_uri) == []
+
+
+def test_outer_torchrun_without_run_id_rank0_creates_the_only_run(cache_dir, sqlite_uri):
+    done = _outer_torchrun({})
+    assert done.returncode == 0, done.stderr[-3000:]
+    runs = _runs(sqlite_uri)
+    assert len(runs) == 1
+    _check_two_rank_run(runs[0])
