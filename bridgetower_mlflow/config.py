@@ -103,10 +103,18 @@ class TrainConfig:
     hf_args: tuple = field(default_factory=tuple)
 
     def to_params(self) -> dict:
-        """The asked-for settings as flat MLflow params (hf_args as one string)."""
-        params = dataclasses.asdict(self)
-        params["hf_args"] = shlex.join(self.hf_args)
+        """The asked-for settings as flat MLflow params (hf_args as one string).
+
+        `resume` is left out: it is how a run continues, not what shaped it, and params are immutable.
+        """
+        params = self.to_fields()
+        params.pop("resume")
         return params
+
+    def to_fields(self) -> dict:
+        fields = dataclasses.asdict(self)
+        fields["hf_args"] = shlex.join(self.hf_args)
+        return fields
 
 
 def _check_register_name(name: str) -> str:
@@ -185,7 +193,7 @@ def build_train_config(**raw) -> TrainConfig:
 def to_cli_args(config: TrainConfig) -> list[str]:
     """The `train` command line that rebuilds `config` (used to start the ranks of a multi-device run)."""
     argv = []
-    for key, value in config.to_params().items():
+    for key, value in config.to_fields().items():
         if isinstance(value, bool):
             value = "true" if value else "false"
         argv += [f"--{key.replace('_', '-')}", str(value)]

@@ -31,6 +31,7 @@ class MetricBuffer:
         self._spilled_offset = 0  # lines of the spill file already sent
         self._spilled_lines = 0
         self._read_pos = 0  # byte offset of the first unsent spill line
+        self.skip_upto: dict[str, int] = {}  # key -> last step already in the store (resumed runs)
         self.sent = 0
         self.failures = 0
         self.outage_seconds = 0.0
@@ -39,6 +40,8 @@ class MetricBuffer:
 
     # producer side (hot path: append only) ---------------------------------------------------
     def log_metric(self, key: str, value: float, step: int, timestamp: int | None = None) -> None:
+        if self.skip_upto and step <= self.skip_upto.get(key, -1):
+            return
         record = (key, float(value), int(timestamp or time.time() * 1000), int(step))
         with self._lock:
             self._queue.append(record)

@@ -38,7 +38,15 @@ class RunSession:
     def __init__(self, run_id: str, client, system_metrics: bool):
         self.run_id, self.client, self.system_metrics = run_id, client, system_metrics
         self.buffer = MetricBuffer(client, run_id, spill_dir() / f"{run_id}.spill.jsonl")
-        self.existing_params = dict(client.get_run(run_id).data.params)
+        data = client.get_run(run_id).data
+        self.existing_params = dict(data.params)
+        # latest_metrics holds each key's highest step: a resumed run must not log those steps twice
+        self.last_steps = {m.key: m.step for m in data._metric_objs}
+        self.buffer.skip_upto.update({k: s for k, s in self.last_steps.items() if not k.startswith("system/")})
+
+    def next_system_step(self, keys) -> int:
+        """Where our own system/ series continue on a resumed run (MLflow's monitor does the same)."""
+        return max([self.last_steps.get(k, -1) for k in keys] + [-1]) + 1
 
     @classmethod
     def start(cls, experiment_name: str, run_name: str, tags: dict, resume_run_id: str | None = None,
