@@ -28,6 +28,8 @@ def _start_session(config, device, prepared, precision):
             **train_record.start_tags(config, device, prepared.data_loader, precision, prepared.data)}
     if prepared.fallback_reason:
         tags["data_loader.fallback_reason"] = prepared.fallback_reason
+    if config.resume:
+        tags["resumed"] = "true"
     session = RunSession.start(config.experiment_name, train_record.run_name(config, device.kind), tags, resume_id)
     remember_run(config.output_dir, session.run_id)
     return session
@@ -109,7 +111,9 @@ def _start_sampler(adapter, device, session):
     from .telemetry.host_cpu import HostCpuSampler
 
     try:
-        return HostCpuSampler(session.buffer, 2.0, adapter.device_samplers(device.count)).start()
+        sampler = HostCpuSampler(session.buffer, 2.0, adapter.device_samplers(device.count))
+        sampler.step = session.next_system_step(sampler.sample_keys())
+        return sampler.start()
     except Exception as exc:  # noqa: BLE001 - telemetry fails soft
         log.warning("host CPU sampling disabled: %s", exc)
         return None

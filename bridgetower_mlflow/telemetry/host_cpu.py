@@ -16,6 +16,12 @@ class HostCpuSampler:
     MLflow's system metrics; errors are warnings (telemetry fails soft).
     """
 
+    KEYS = ("system/main_process_cpu_percentage", "system/dataloader_workers_cpu_percentage",
+            "system/dataloader_workers_count", "system/process_cpu_percentage")
+
+    def sample_keys(self) -> tuple[str, ...]:
+        return self.KEYS
+
     def __init__(self, sink, interval: float = 2.0, device_samplers=(), pid: int | None = None):
         import psutil
 
