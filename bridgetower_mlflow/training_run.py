@@ -43,7 +43,10 @@ def fit_and_record(config, adapter, device, prepared, ranks) -> TrainResult:
     except BaseException as exc:
         if session is not None:
             status = "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
-            session.set_tags({"error": str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__})
+            if isinstance(exc, ConfigError) and session.previous_status:
+                status = session.previous_status  # a refused resume leaves the run as it was
+            else:
+                session.set_tags({"error": str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__})
             session.finish(status, min(FLUSH_TIMEOUT, 30))
         raise
 

@@ -37,6 +37,7 @@ class RunSession:
 
     def __init__(self, run_id: str, client, system_metrics: bool):
         self.run_id, self.client, self.system_metrics = run_id, client, system_metrics
+        self.previous_status = None  # status of a run resumed with resume=true, before we resumed it
         self.buffer = MetricBuffer(client, run_id, spill_dir() / f"{run_id}.spill.jsonl")
         data = client.get_run(run_id).data
         self.existing_params = dict(data.params)
@@ -58,6 +59,7 @@ class RunSession:
             run_id = os.environ.get("MLFLOW_RUN_ID") or resume_run_id
             if not run_id and experiment_name:
                 mlflow.set_experiment(experiment_name)
+            previous = mlflow.tracking.MlflowClient().get_run(resume_run_id).info.status if resume_run_id else None
             mlflow.set_system_metrics_sampling_interval(system_metrics_interval)
             mlflow.set_system_metrics_samples_before_logging(1)
             active = mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name or None,
@@ -66,7 +68,9 @@ class RunSession:
             raise tracking_error("start the run", exc) from None
         if run_id and run_name:
             mlflow.set_tag("mlflow.runName", run_name)
-        return cls(active.info.run_id, mlflow.tracking.MlflowClient(), True)
+        session = cls(active.info.run_id, mlflow.tracking.MlflowClient(), True)
+        session.previous_status = previous
+        return session
 
     def log_params(self, params: dict) -> int:
         """Log every param (flattened, redacted, fitted to limits) plus params_full.json."""
