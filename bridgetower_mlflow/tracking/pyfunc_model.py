@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import os
 
 import mlflow.pyfunc
@@ -28,6 +29,19 @@ def decode_image_cell(cell):
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         raise ValueError(f"image: {text[:80]!r} is neither an existing file nor base64 image bytes") from None
+
+
+def choices_list(cell) -> list[str]:
+    """caption_choices as a list: None/NaN/empty -> [], a JSON list in a string (CSV input) -> its items."""
+    if cell is None or (isinstance(cell, float) and math.isnan(cell)):
+        return []
+    if isinstance(cell, str):
+        try:
+            parsed = json.loads(cell)
+        except ValueError:
+            return [cell] if cell else []
+        return [str(item) for item in parsed] if isinstance(parsed, list) else [cell]
+    return [str(item) for item in cell]
 
 
 class BridgeTowerPyfunc(mlflow.pyfunc.PythonModel):
@@ -50,8 +64,7 @@ class BridgeTowerPyfunc(mlflow.pyfunc.PythonModel):
         rows = []
         for _, row in model_input.iterrows():
             caption = row.get("caption") if "caption" in model_input.columns else None
-            choices = row.get("caption_choices") if "caption_choices" in model_input.columns else None
-            choices = [] if choices is None or (not isinstance(choices, str) and len(choices) == 0) else list(choices)
+            choices = choices_list(row.get("caption_choices") if "caption_choices" in model_input.columns else None)
             has_caption = isinstance(caption, str) and caption != ""
             texts = ([caption] if has_caption else []) + choices
             if not texts:
