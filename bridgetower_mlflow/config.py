@@ -119,10 +119,10 @@ class TrainConfig:
 
 def _check_register_name(name: str) -> str:
     name = name.strip()
-    if name and (len(name) > 250 or "/" in name or ":" in name or "@" in name or "%" in name):
+    if name and (len(name) > 250 or any(c in name for c in "/:@%\\") or ".." in name):
         raise ConfigError(
             "register_as", name,
-            "allowed: a registered-model name of at most 250 characters without '/', ':', '@' or '%'",
+            "allowed: a registered-model name of at most 250 characters without '/', ':', '@', '%', '\\' or '..'",
         )
     return name
 

@@ -19,8 +19,9 @@ _SECRET_KEY = re.compile(
 _SECRET_VALUE = re.compile(
     r"(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[A-Za-z0-9_-]{20,}|"
     r"AKIA[0-9A-Z]{16}|eyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,}|(?i:bearer)\s+\S{8,}|"
-    r"://[^/\s:@]+:[^/\s@]+@|xox[bpas]-[\w-]{10,})"
+    r"xox[bpas]-[\w-]{10,})"
 )
+_URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
 _SECRET_ENV = ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
                "MLFLOW_TRACKING_CLIENT_CERT_PATH", "AWS_SECRET_ACCESS_KEY", "DATABRICKS_TOKEN")
 
@@ -51,7 +52,7 @@ def secret_values() -> list[str]:
 def is_secret(key: str, text: str, known: list[str]) -> bool:
     if _SECRET_KEY.search(key) and text not in ("", "None", "null", "[]", "{}"):
         return True
-    return bool(_SECRET_VALUE.search(text)) or any(secret in text for secret in known)
+    return bool(_SECRET_VALUE.search(text) or _URL_USERINFO.search(text)) or any(s in text for s in known)
 
 
 def redact_text(text: str, known: list[str] | None = None) -> str:
@@ -59,7 +60,7 @@ def redact_text(text: str, known: list[str] | None = None) -> str:
     known = secret_values() if known is None else known
     for secret in known:
         text = text.replace(secret, REDACTED)
-    return _SECRET_VALUE.sub(REDACTED, text)
+    return _URL_USERINFO.sub(REDACTED + "@", _SECRET_VALUE.sub(REDACTED, text))
 
 
 def prepare_params(params: dict) -> tuple[dict[str, str], dict[str, str]]:

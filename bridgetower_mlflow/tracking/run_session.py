@@ -11,6 +11,7 @@ from pathlib import Path
 from ..errors import ConfigError, TrackingError
 from . import params as params_mod
 from .metric_buffer import MetricBuffer
+from .spill_upload import hold_spill_lock, upload_leftovers
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,10 @@ class RunSession:
     def __init__(self, run_id: str, client, system_metrics: bool):
         self.run_id, self.client, self.system_metrics = run_id, client, system_metrics
         self.previous_status = None  # status of a run resumed with resume=true, before we resumed it
-        self.buffer = MetricBuffer(client, run_id, spill_dir() / f"{run_id}.spill.jsonl")
+        spill = spill_dir() / f"{run_id}.spill.jsonl"
+        self._spill_lock = hold_spill_lock(spill)
+        upload_leftovers(spill_dir())
+        self.buffer = MetricBuffer(client, run_id, spill)
         data = client.get_run(run_id).data
         self.existing_params = dict(data.params)
         # latest_metrics holds each key's highest step: a resumed run must not log those steps twice
@@ -55,6 +59,7 @@ class RunSession:
         """Resume MLFLOW_RUN_ID (mlflow run, sweeps) or `resume_run_id`, else start a new run."""
         import mlflow
 
+        _probe_server(mlflow.get_tracking_uri())
         try:
             run_id = os.environ.get("MLFLOW_RUN_ID") or resume_run_id
             if not run_id and experiment_name:
@@ -127,10 +132,36 @@ class RunSession:
         if not self._retry(lambda: self.client.set_terminated(self.run_id, status), "set the run status", 5):
             _record_pending_status(self.buffer.spill_path, self.run_id, status)
             left += 1
+        self._spill_lock.close()
         if left:
             log.warning("%d metrics could not reach the tracking server; upload them later with:\n"
                         "  bridgetower-mlflow upload-spill %s", left, self.buffer.spill_path)
         return left
+
+
+def _probe_server(uri: str, attempts: int = 3) -> None:
+    """Fail in seconds, not after MLflow's minutes of retries, when the server is unreachable at start."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(uri)
+    health = urllib.parse.urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path.rstrip("/") + "/health",
+                                      "", ""))
+    for attempt in range(attempts):
+        try:
+            urllib.request.urlopen(health, timeout=10).close()
+            return
+        except urllib.error.HTTPError:
+            return  # it answers (auth or proxy rules are judged by the real calls)
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            if attempt == attempts - 1:
+                raise TrackingError(f"tracking: server {params_mod.redact_text(uri)} unreachable ({reason}); "
+                                    "allowed: a running MLflow server URL, or sqlite:///path/mlflow.db") from None
+            time.sleep(1 + attempt)
 
 
 def _record_pending_status(spill: Path, run_id: str, status: str) -> None:

@@ -35,3 +35,34 @@ def upload_spill(path) -> tuple[int, set]:
                             f"{str(exc).splitlines()[0][:200]}; run the command again when the server is up") from None
     path.unlink()
     return sent, set(metrics) | set(statuses)
+
+
+def hold_spill_lock(spill: Path):
+    """Held while a run may still write its spill file, so another run never replays it meanwhile."""
+    import fcntl
+
+    spill.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(spill.with_suffix(".lock"), "w")
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
+
+
+def upload_leftovers(folder: Path) -> int:
+    """At the start of a run: replay spill files earlier runs left (best effort); returns metrics sent."""
+    import fcntl
+    import logging
+
+    log, total = logging.getLogger(__name__), 0
+    for spill in sorted(Path(folder).glob("*.spill.jsonl")):
+        with open(spill.with_suffix(".lock"), "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # its run is still going
+            try:
+                sent, runs = upload_spill(spill)
+                total += sent
+                log.warning("replayed %d metrics an earlier run could not deliver (%s)", sent, ", ".join(sorted(runs)))
+            except TrackingError as exc:
+                log.warning("%s", exc)
+    return total
