@@ -18,6 +18,7 @@ log = logging.getLogger(__name__)
 
 def _start_session(config, device, prepared, precision):
     from .tracking.context import context_tags
+    from .tracking.dataset_input import log_dataset_inputs
     from .tracking.run_session import RunSession
 
     resume_id = last_run(config.output_dir) if config.resume and not os.environ.get("MLFLOW_RUN_ID") else None
@@ -32,6 +33,7 @@ def _start_session(config, device, prepared, precision):
         tags["resumed"] = "true"
     session = RunSession.start(config.experiment_name, train_record.run_name(config, device.kind), tags, resume_id)
     remember_run(config.output_dir, session.run_id)
+    log_dataset_inputs(config, prepared.data)
     return session
 
 
