@@ -129,3 +129,13 @@ def no_running_runs(uri: str) -> list:
     client = MlflowClient(uri)
     ids = [e.experiment_id for e in client.search_experiments()]
     return [r.info.run_id for r in client.search_runs(ids, "attributes.status = 'RUNNING'")] if ids else []
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL 15 cluster for the session (started with initdb/pg_ctl on loopback)."""
+    from pg_cluster import PostgresCluster
+
+    cluster = PostgresCluster(free_port()).start()
+    yield cluster
+    cluster.stop()
