@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 from ..errors import TrackingError
 from .promotion import (FINGERPRINT_TAG, Decision, VersionFacts, decide, decision_tags, description_line,
                         metric_value, registry_failure)
+
+log = logging.getLogger(__name__)
 
 
 def _registered_model(client, name: str):
@@ -77,23 +80,40 @@ def version_facts(client, name: str, version: str, metric: str, role: str) -> Ve
 
 def apply_decision(client, name: str, decision: Decision) -> None:
     """Move the alias first (if promoted), then record; a refused first write leaves the registry as it was."""
+    from mlflow.exceptions import MlflowException
+
     if decision.promote:
         client.set_registered_model_alias(name, decision.alias, decision.candidate.version)
-    for key, value in decision_tags(decision).items():
-        client.set_model_version_tag(name, decision.candidate.version, key, value)
-    description = (client.get_registered_model(name).description or "").rstrip("\n")
-    client.update_registered_model(name, description=(description + "\n" if description else "")
-                                   + description_line(decision))
+    try:
+        for key, value in decision_tags(decision).items():
+            client.set_model_version_tag(name, decision.candidate.version, key, value)
+        description = (client.get_registered_model(name).description or "").rstrip("\n")
+        client.update_registered_model(name, description=(description + "\n" if description else "")
+                                       + description_line(decision))
+    except MlflowException as exc:
+        if not decision.promote:
+            raise
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise TrackingError(f"model-name: @{decision.alias} of {name!r} now points to version "
+                            f"{decision.candidate.version}, but recording the decision failed ({first}); "
+                            "allowed: a server that accepts writes (promotion.* tags or the description "
+                            "line may be missing)") from None
 
 
 def _tag_project_run(client, decision: Decision, dry_run: bool) -> None:
-    """Under `mlflow run -e promote` the decision is also visible on the project's run."""
+    """Under `mlflow run -e promote` the decision is also visible on the project's run (best effort)."""
+    from mlflow.exceptions import MlflowException
+
     run_id = os.environ.get("MLFLOW_RUN_ID")
-    if run_id:
-        tags = {**decision_tags(decision), "promotion.candidate_version": decision.candidate.version,
-                "promotion.dry_run": str(dry_run).lower()}
+    if not run_id:
+        return
+    tags = {**decision_tags(decision), "promotion.candidate_version": decision.candidate.version,
+            "promotion.dry_run": str(dry_run).lower()}
+    try:
         for key, value in tags.items():
             client.set_tag(run_id, key, value)
+    except MlflowException as exc:
+        log.warning("could not tag the project run %s with the decision: %s", run_id, exc)
 
 
 def promote(model_name: str, candidate: str, alias: str, metric: str, mode: str, min_delta: float = 0.0,
