@@ -139,3 +139,22 @@ def postgres():
     cluster = PostgresCluster(free_port()).start()
     yield cluster
     cluster.stop()
+
+
+AUTH_ADMIN = {"MLFLOW_TRACKING_USERNAME": "admin", "MLFLOW_TRACKING_PASSWORD": "admin-Pw-7731-secret"}
+
+
+@pytest.fixture
+def basic_auth_server(tmp_path, monkeypatch):
+    """`mlflow server --app-name basic-auth` with a fresh user store; the admin's password is AUTH_ADMIN's."""
+    config = tmp_path / "basic_auth.ini"
+    config.write_text("[mlflow]\ndefault_permission = READ\n"
+                      f"database_uri = sqlite:///{tmp_path / 'basic_auth.db'}\nadmin_username = admin\n"
+                      "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n")
+    env = {"MLFLOW_FLASK_SERVER_SECRET_KEY": "flask-key-for-tests", "MLFLOW_AUTH_CONFIG_PATH": str(config),
+           "MLFLOW_AUTH_ADMIN_PASSWORD": AUTH_ADMIN["MLFLOW_TRACKING_PASSWORD"]}
+    server = MlflowServer(f"sqlite:///{tmp_path / 'server.db'}", tmp_path / "server-artifacts",
+                          extra=["--app-name", "basic-auth"], env=env).start()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
+    yield server
+    server.stop()

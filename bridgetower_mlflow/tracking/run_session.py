@@ -24,6 +24,13 @@ def spill_dir() -> Path:
 def tracking_error(action: str, exc: Exception) -> TrackingError:
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
     uri = params_mod.redact_text(_tracking_uri())
+    user = os.environ.get("MLFLOW_TRACKING_USERNAME") or "the configured user"
+    if "403" in first or "PERMISSION_DENIED" in first:
+        return TrackingError(f"tracking: permission denied to {action} at {uri} for {user}; allowed: a user with "
+                             "EDIT permission on the experiment")
+    if "401" in first or "UNAUTHENTICATED" in first:
+        return TrackingError(f"tracking: not authenticated to {action} at {uri}; allowed: credentials in "
+                             "MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD, MLFLOW_TRACKING_TOKEN or ~/.mlflow/credentials")
     return TrackingError(f"tracking: cannot {action} at {uri}: {params_mod.redact_text(first)}")
 
 
