@@ -114,18 +114,15 @@ def upload_spill_command(spill_file):
     click.echo(f"uploaded {sent} metrics to {len(runs)} run(s): {', '.join(sorted(runs))}")
 
 
-def _add_optional_commands() -> None:
-    """Commands that live in their own packages (compare, sweep, promote)."""
-    import importlib
+def _add_subpackage_commands() -> None:
+    """compare, sweep and promote live in their own packages; their modules import nothing heavy."""
+    from .compare.command import compare_command
+    from .sweep.command import sweep_command
+    from .tracking.promote_command import promote_command
 
-    for module, attr, name in (("bridgetower_mlflow.compare.command", "compare_command", "compare"),
-                               ("bridgetower_mlflow.sweep", "sweep_command", "sweep"),
-                               ("bridgetower_mlflow.tracking.promote_command", "promote_command", "promote")):
-        try:
-            command = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError):
-            continue
-        main.add_command(command, name)
+    main.add_command(compare_command, "compare")
+    main.add_command(sweep_command, "sweep")
+    main.add_command(promote_command, "promote")
 
 
-_add_optional_commands()
+_add_subpackage_commands()

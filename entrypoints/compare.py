@@ -1,4 +1,4 @@
-from bridgetower_mlflow.compare.command import compare_command
-
+import sys, pathlib; sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # noqa: E401,E702
+from bridgetower_mlflow.cli import main  # noqa: E402
 if __name__ == "__main__":
-    compare_command()
+    main(["compare", *sys.argv[1:]])
