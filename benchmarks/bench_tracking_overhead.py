@@ -9,7 +9,7 @@ Each trial is a fresh process training the tiny preset on the sample set with th
 Trials alternate on/off (order flipped every pair); the ratio is taken per pair, median reported.
 Last line: ratio=<on / off> (the issue's bound: >= 0.99). Not a test.
 
-    .venv/bin/python benchmarks/bench_tracking_overhead.py [--pairs 5] [--steps 60] [--batch 8]
+    .venv/bin/python benchmarks/bench_tracking_overhead.py [--pairs 5] [--steps 60] [--batch 8] [--torch-threads 1]
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ def trial(mode: str, steps: int, batch: int, workers: int, folder: Path) -> dict
 def run_trial(mode: str, opts, folder: Path) -> dict:
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}",
            "BRIDGETOWER_MLFLOW_CACHE": str(opts.cache)}
+    if opts.torch_threads:
+        env["OMP_NUM_THREADS"] = str(opts.torch_threads)
     cmd = [sys.executable, __file__, "--trial", mode, "--steps", str(opts.steps), "--batch", str(opts.batch),
            "--workers", str(opts.workers), "--folder", str(folder)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
@@ -69,6 +71,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--torch-threads", type=int, default=0,
+                        help="OMP/torch threads per trial (0: torch's default); 1 keeps OpenMP barriers from "
+                             "stalling when other jobs share the cores")
     parser.add_argument("--cache", default=os.environ.get("BRIDGETOWER_MLFLOW_CACHE", "/tmp/btcache"))
     parser.add_argument("--trial", choices=["on", "off"], help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
@@ -90,7 +95,7 @@ def main() -> None:
                   f" samples/s  ratio {ratios[-1]:.3f}  (wait on {got['on']['wait']:.1%}, off {got['off']['wait']:.1%})",
                   flush=True)
     print(f"tiny preset, batch {opts.batch}, {opts.steps} steps (3 warmup), logging every step, "
-          f"{opts.workers} loader worker(s); medians: on {statistics.median(figures['on']):.2f}, "
+          f"{opts.workers} loader worker(s), torch threads {opts.torch_threads or 'default'}; medians: on {statistics.median(figures['on']):.2f}, "
           f"off {statistics.median(figures['off']):.2f} samples/s")
     print(f"ratio={statistics.median(ratios):.3f}")
 
