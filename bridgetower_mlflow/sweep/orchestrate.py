@@ -64,13 +64,13 @@ def open_parent(client, options: SweepOptions, plan: SweepPlan) -> tuple[str, st
         "sweep.cells": str(len(plan.cells)),
     }
     run_id = os.environ.get("MLFLOW_RUN_ID")
+    name = f"sweep {options.accel} w{options.workers.replace(',', '/')}"
     if run_id:
         experiment_id = client.get_run(run_id).info.experiment_id
-        for key, value in tags.items():
+        for key, value in {**tags, "mlflow.runName": name}.items():
             client.set_tag(run_id, key, value)
         return run_id, experiment_id, False
     experiment_id = _experiment_id(client, options.experiment_name)
-    name = f"sweep {options.accel} w{options.workers.replace(',', '/')}"
     run = client.create_run(experiment_id, run_name=name, tags=tags)
     return run.info.run_id, experiment_id, True
 
