@@ -84,8 +84,8 @@ def preset_config(name: str, vocab_size: int, max_seq_length: int):
 def _image_processor(image_size: int, mean=CLIP_MEAN, std=CLIP_STD):
     from transformers.models.bridgetower import BridgeTowerImageProcessorPil
 
-    return BridgeTowerImageProcessorPil(size={"shortest_edge": image_size}, crop_size={"height": image_size,
-                                        "width": image_size}, image_mean=list(mean), image_std=list(std))
+    return BridgeTowerImageProcessorPil(size={"shortest_edge": image_size}, crop_size={"shortest_edge": image_size},
+                                        image_mean=list(mean), image_std=list(std))
 
 
 def load_model(name: str, max_seq_length: int, seed: int) -> LoadedModel:
