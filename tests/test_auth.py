@@ -1,7 +1,5 @@
 """Training against a basic-auth server: credentials only from MLflow's own sources, never leaked."""
 
-import os
-import subprocess
 
 import pytest
 from mlflow.tracking import MlflowClient

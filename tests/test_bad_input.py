@@ -1,6 +1,5 @@
 """Bad input through the real CLI: one line naming the field, exit 2, no run left RUNNING."""
 
-import shutil
 
 import pytest
 

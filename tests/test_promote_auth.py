@@ -5,26 +5,16 @@ from __future__ import annotations
 import pytest
 from test_promote_support import WORSE, log_trained_run, register, tiny_checkpoint  # noqa: F401
 
-from conftest import MlflowServer, run_cli
+from conftest import AUTH_ADMIN, run_cli
 
 pytestmark = pytest.mark.slow
-ADMIN = {"MLFLOW_TRACKING_USERNAME": "admin", "MLFLOW_TRACKING_PASSWORD": "admin-secret-1"}
+ADMIN = AUTH_ADMIN
 READER = {"MLFLOW_TRACKING_USERNAME": "reader", "MLFLOW_TRACKING_PASSWORD": "reader-secret-1"}
 
 
 @pytest.fixture
-def auth_server(tmp_path, monkeypatch):
-    config = tmp_path / "basic_auth.ini"
-    config.write_text("[mlflow]\ndefault_permission = READ\n"
-                      f"database_uri = sqlite:///{tmp_path / 'basic_auth.db'}\nadmin_username = admin\n"
-                      "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n")
-    env = {"MLFLOW_FLASK_SERVER_SECRET_KEY": "test-secret-key", "MLFLOW_AUTH_CONFIG_PATH": str(config),
-           "MLFLOW_AUTH_ADMIN_PASSWORD": ADMIN["MLFLOW_TRACKING_PASSWORD"]}
-    server = MlflowServer(f"sqlite:///{tmp_path / 'server.db'}", tmp_path / "artifacts",
-                          extra=["--app-name", "basic-auth"], env=env).start()
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
-    yield server
-    server.stop()
+def auth_server(basic_auth_server):
+    return basic_auth_server
 
 
 def test_read_only_user_cannot_promote(auth_server, tiny_checkpoint, monkeypatch):
