@@ -31,6 +31,7 @@ CASES = [  # (CLI arguments, extra environment, what the one error line must say
     (["--devices", "0"], {}, "devices: invalid value '0'; allowed: a whole number >= 1"),
     (["--precision", "fp8"], {}, "precision: invalid value 'fp8'; allowed: auto, fp32, bf16"),
     (["--distribution-strategy", "zero3"], {}, "distribution_strategy: invalid value 'zero3'; allowed: ddp, fast_ddp"),
+    (["--distribution-strategy", "fast_ddp"], {}, "distribution_strategy: invalid value 'fast_ddp'; allowed on cpu: ddp"),
     (["--device-decode", "maybe"], {}, "device_decode: invalid value 'maybe'; allowed: true or false"),
     (["--device-decode", "true"], {}, "device_decode: invalid value 'true'; not supported on cpu"),
     (["--throughput-warmup-steps", "10"], {}, "throughput_warmup_steps: invalid value 10; allowed: fewer than the run's 4"),

@@ -59,3 +59,21 @@ def test_server_never_back_leaves_an_uploadable_spill(sqlite_uri, tmp_path, monk
     assert sent == 300 and runs == {run_id}
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(300)]
     assert not (tmp_path / "spill.jsonl").exists()
+
+
+def test_next_run_replays_spills_earlier_runs_left_but_not_a_live_one(sqlite_uri, tmp_path):
+    from bridgetower_mlflow.tracking.spill_upload import hold_spill_lock, upload_leftovers
+
+    client = MlflowClient(sqlite_uri)
+    experiment = client.create_experiment("e")
+    dead, live = (client.create_run(experiment).info.run_id for _ in range(2))
+    for run_id in (dead, live):
+        buffer = MetricBuffer(Outage(client), run_id, tmp_path / f"{run_id}.spill.jsonl", flush_interval=0.05)
+        for step in range(20):
+            buffer.log_metric("loss", float(step), step)
+        assert buffer.close(timeout=0.2) == 20
+    lock = hold_spill_lock(tmp_path / f"{live}.spill.jsonl")  # that run is still going
+    assert upload_leftovers(tmp_path) == 20
+    lock.close()
+    assert _history(client, dead, "loss") == [(s, float(s)) for s in range(20)]
+    assert _history(client, live, "loss") == [] and (tmp_path / f"{live}.spill.jsonl").exists()

@@ -26,6 +26,11 @@ class CpuAccelerator(Accelerator):
     def training_arguments(self, common: dict, config):
         from transformers import TrainingArguments
 
+        from ..errors import ConfigError
+
+        if config.distribution_strategy != "ddp":
+            raise ConfigError("distribution_strategy", config.distribution_strategy,
+                              "allowed on cpu: ddp (fast_ddp is optimum-habana's Gaudi strategy)")
         kwargs = dict(common)
         kwargs["use_cpu"] = True
         if config.precision == "bf16":
