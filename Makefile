@@ -22,6 +22,8 @@ install: $(STAMP)
 $(TEST_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[test]"
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+		{ apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; }
 	touch $@
 
 install-test: $(TEST_STAMP)

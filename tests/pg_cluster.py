@@ -9,6 +9,14 @@ import tempfile
 from pathlib import Path
 
 
+def pg_binary(name: str) -> str:
+    """On PATH (this kind of machine), else where Debian's postgresql package puts it."""
+    found = shutil.which(name) or next(iter(sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), reverse=True)), None)
+    if not found:
+        raise RuntimeError(f"{name} not found: `make test` installs Debian's postgresql package")
+    return str(found)
+
+
 def _as_postgres(command: str) -> list[str]:
     if os.geteuid() == 0:
         return ["su", "postgres", "-s", "/bin/bash", "-c", command]
@@ -28,7 +36,7 @@ class PostgresCluster:
     def start(self) -> "PostgresCluster":
         if os.geteuid() == 0:
             shutil.chown(self.folder, "postgres", "postgres")
-        initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+        initdb, pg_ctl = pg_binary("initdb"), pg_binary("pg_ctl")
         subprocess.run(_as_postgres(f"{initdb} -D {self.data} -A trust -U postgres"), check=True,
                        capture_output=True, timeout=180)
         options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=200"
@@ -43,6 +51,6 @@ class PostgresCluster:
         return self
 
     def stop(self) -> None:
-        pg_ctl = shutil.which("pg_ctl")
+        pg_ctl = pg_binary("pg_ctl")
         subprocess.run(_as_postgres(f"{pg_ctl} -D {self.data} -m immediate stop"), capture_output=True, timeout=60)
         shutil.rmtree(self.folder, ignore_errors=True)
