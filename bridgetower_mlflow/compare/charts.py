@@ -99,11 +99,14 @@ def write_charts(comparison: Comparison, output_dir: Path) -> list[Path]:
     if not sections:
         return []
     paths = []
-    panels = {"throughput.png": (_draw_throughput,),
-              "speedups.png": (_draw_accelerator_speedups, _draw_setting_speedups)}
-    for name, draws in panels.items():
-        figure, axes = _figure(plt, len(sections), len(draws))
-        for row, section in zip(axes, sections):
+    comparable = [s for s in sections if len(s.columns) > 1 or len(s.setting_rows) > 1]
+    panels = {"throughput.png": ((_draw_throughput,), sections),
+              "speedups.png": ((_draw_accelerator_speedups, _draw_setting_speedups), comparable)}
+    for name, (draws, shown) in panels.items():
+        if not shown:
+            continue  # a single number has no speedup to draw
+        figure, axes = _figure(plt, len(shown), len(draws))
+        for row, section in zip(axes, shown):
             for axis, draw in zip(row, draws):
                 draw(axis, section)
         if len(comparison.sections) > MAX_SECTIONS:
