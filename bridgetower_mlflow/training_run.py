@@ -156,6 +156,9 @@ def _record(config, device, prepared, session, trainer, metrics, precision, rank
     bound = input_bound_label(metrics["dataloader_wait_fraction"])
     session.buffer.log_metrics({k: float(v) for k, v in metrics.items() if v is not None}, step)
     session.set_tags({"input_bound": bound})
+    if "train_samples_per_second" not in metrics:
+        session.set_tags({"throughput.note": f"no steady-state throughput: the run (resumed) had no step left after "
+                                             f"the {config.throughput_warmup_steps} warmup steps"})
     session.set_description(train_record.describe(config, device, prepared.data_loader, precision, metrics, bound))
     version = publish_model(config, device, prepared, session, trainer, metrics, step) if config.log_model else None
     sync_ranks(ranks)

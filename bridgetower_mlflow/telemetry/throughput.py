@@ -71,23 +71,30 @@ class ThroughputCallback(TrainerCallback):
         self.final_step = state.global_step
 
     def result(self, per_rank_samples_per_step: int) -> RankThroughput:
-        """This rank's window; raises if training ran no step past the warmup."""
+        """This rank's window (steps 0 when a resumed run had no step left past the warmup)."""
         steps = self.final_step - self.start_step - self.warmup_steps
-        if self.t_warm is None or steps <= 0:
-            raise RuntimeError(
-                f"throughput_warmup_steps: {self.warmup_steps} leaves no measured step "
-                f"(the run made {self.final_step - self.start_step} steps)"
-            )
         total_wait = self._wait()
+        if self.t_warm is None or steps <= 0:
+            steps, t_warm, wait_warm = 0, self.t_end, total_wait
+        else:
+            t_warm, wait_warm = self.t_warm, self.wait_warm
         return RankThroughput(
-            steps=steps, samples=steps * per_rank_samples_per_step, seconds=self.t_end - self.t_warm,
-            wait_seconds=total_wait - self.wait_warm, total_seconds=self.t_end - self.t_begin,
+            steps=steps, samples=steps * per_rank_samples_per_step, seconds=self.t_end - t_warm,
+            wait_seconds=total_wait - wait_warm, total_seconds=self.t_end - self.t_begin,
             total_wait_seconds=total_wait,
         )
 
 
 def combine_ranks(ranks: list[RankThroughput]) -> dict:
-    """Global figures: samples summed over ranks over the slowest rank's window."""
+    """Global figures: samples summed over ranks over the slowest rank's window.
+
+    Without a measured step (a resume that had only warmup steps left) there is no steady-state
+    figure: only the wait over all steps is reported, never a number from the warmup.
+    """
+    all_steps_wait = min(1.0, max(r.total_wait_seconds / r.total_seconds if r.total_seconds > 0 else 0.0
+                                  for r in ranks))
+    if min(r.steps for r in ranks) <= 0:
+        return {"dataloader_wait_fraction": all_steps_wait, "dataloader_wait_fraction_all_steps": all_steps_wait}
     seconds = max(r.seconds for r in ranks)
     samples = sum(r.samples for r in ranks)
     wait = max(r.wait_seconds / r.seconds for r in ranks if r.seconds > 0)
@@ -97,5 +104,5 @@ def combine_ranks(ranks: list[RankThroughput]) -> dict:
         "train_steady_state_seconds": seconds,
         "train_measured_steps": ranks[0].steps,
         "dataloader_wait_fraction": min(1.0, wait),
-        "dataloader_wait_fraction_all_steps": min(1.0, max(r.total_wait_seconds / r.total_seconds for r in ranks)),
+        "dataloader_wait_fraction_all_steps": all_steps_wait,
     }
