@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from test_promote_support import module_store, register, store, tiny_checkpoint, unique_name  # noqa: F401
 
+from bridgetower_mlflow.data.sample import default_sample_dir
 from conftest import BIN, free_port, run_cli, wait_http
 
 pytestmark = pytest.mark.slow
@@ -32,7 +33,7 @@ def champion(store):
 
 @pytest.fixture
 def jpeg(cache_dir):
-    return next((cache_dir / "sample-v1" / "validation").glob("*.jpg"))
+    return next((default_sample_dir() / "validation").glob("*.jpg"))
 
 
 def test_pyfunc_predicts_on_paths_bytes_and_base64(champion, jpeg):

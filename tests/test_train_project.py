@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
+from bridgetower_mlflow.data.sample import default_sample_dir
 from conftest import mlflow_run, no_running_runs
 
 pytestmark = pytest.mark.slow
@@ -44,7 +45,7 @@ def _check_store(client, run, cache_dir):
     version = client.get_model_version("bt-test", "1")
     assert version.tags["run_id"] == run.info.run_id and version.tags["accelerator"] == "cpu"
     assert float(version.tags["train_samples_per_second"]) == pytest.approx(metrics["train_samples_per_second"], 1e-4)
-    image = next((cache_dir / "sample-v1" / "validation").glob("*.jpg"))
+    image = next((default_sample_dir() / "validation").glob("*.jpg"))
     frame = pd.DataFrame([
         {"image": str(image), "caption": "A cartoon of a sun.", "caption_choices": ["a", "b", "c"]},
         {"image": base64.b64encode(image.read_bytes()).decode(), "caption": "A cartoon of a man.",

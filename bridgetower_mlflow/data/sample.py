@@ -18,7 +18,7 @@ from PIL import Image, ImageDraw
 
 from .sample_drawings import DRAWINGS
 
-SAMPLE_VERSION = "v1"
+SAMPLE_VERSION = "v2"
 DEFAULT_SPLIT_SIZES = {"train": 240, "validation": 48, "test": 48}
 PLACES = ("on the left", "in the middle", "on the right")
 LOCATIONS = ("a living room", "an office", "a desert island", "a city street", "a bar", "a park")
@@ -55,7 +55,7 @@ def _draw(rng: random.Random, objects: list[str]) -> Image.Image:
     width, height = rng.randint(600, 1000), rng.randint(600, 1000)
     image = Image.new("RGB", (width, height), (250, 248, 240))
     draw = ImageDraw.Draw(image)
-    line = rng.randint(3, 6)
+    line = rng.randint(12, 18)  # thick enough to survive the tiny preset's 64 px
     draw.rectangle((8, 8, width - 9, height - 9), outline="black", width=line)
     for _ in range(rng.randint(40, 90)):  # pen hatching: texture like a real cartoon's shading
         x, y = rng.randint(10, width - 40), rng.randint(height // 2, height - 20)
