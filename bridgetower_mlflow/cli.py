@@ -87,7 +87,8 @@ def train_command(**options):
 
 
 @main.command("sample-data")
-@click.option("--output", default=None, help="folder (default: the cache folder dataset=sample uses)")
+@click.option("--output", default=None, help="folder (default: the cache folder dataset=sample uses; "
+              "a bigger --train-size there makes dataset=sample bigger)")
 @click.option("--train-size", default=240, show_default=True, type=click.IntRange(2))
 @click.option("--validation-size", default=48, show_default=True, type=click.IntRange(2))
 @click.option("--test-size", default=48, show_default=True, type=click.IntRange(1))
@@ -99,7 +100,7 @@ def sample_data_command(output, train_size, validation_size, test_size, seed):
     from .data.sample import generate_sample_set
 
     sizes = {"train": train_size, "validation": validation_size, "test": test_size}
-    folder = generate_sample_set(Path(output) if output else None, sizes, seed, force=bool(output))
+    folder = generate_sample_set(Path(output) if output else None, sizes, seed)
     click.echo(f"sample set: {folder} ({train_size}/{validation_size}/{test_size} rows)")
 
 

@@ -42,3 +42,11 @@ def test_loads_through_datasets_like_a_hub_set(cache_dir):
     splits = datasets.load_dataset("imagefolder", data_dir=str(default_sample_dir()))
     assert set(splits) == {"train", "validation", "test"}
     assert {"image", "image_description", "caption_choices", "label"} <= set(splits["train"].column_names)
+
+
+def test_sizes_decide_when_the_set_is_made_again(tmp_path):
+    folder = generate_sample_set(tmp_path / "s", {"train": 4, "validation": 2, "test": 1})
+    assert generate_sample_set(folder) == folder  # no sizes: whatever complete set is there
+    assert len((folder / "train" / "metadata.jsonl").read_text().splitlines()) == 4
+    generate_sample_set(folder, {"train": 6, "validation": 2, "test": 1})
+    assert len((folder / "train" / "metadata.jsonl").read_text().splitlines()) == 6

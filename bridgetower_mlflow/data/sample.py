@@ -114,16 +114,27 @@ def write_split(folder: Path, split: str, size: int, seed: int) -> None:
 
 def generate_sample_set(folder: Path | None = None, sizes: dict | None = None, seed: int = 0,
                         force: bool = False) -> Path:
-    """Create the sample set once (atomic, safe under concurrent ranks and sweeps); return its folder."""
+    """Create the sample set once (atomic, safe under concurrent ranks and sweeps); return its folder.
+
+    Without `sizes`, any complete set there is used (e.g. a bigger one made by `sample-data`); with
+    `sizes` or `seed` different from the existing set's, it is made again.
+    """
     folder = Path(folder) if folder else default_sample_dir()
-    sizes = sizes or DEFAULT_SPLIT_SIZES
     marker = folder / "COMPLETE"
-    if marker.exists() and not force:
+
+    def usable() -> bool:
+        if force or not marker.exists():
+            return False
+        made = json.loads(marker.read_text())
+        return sizes is None or (made.get("sizes") == sizes and made.get("seed") == seed)
+
+    if usable():
         return folder
+    sizes = sizes or DEFAULT_SPLIT_SIZES
     folder.parent.mkdir(parents=True, exist_ok=True)
     with open(folder.parent / f".{folder.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if marker.exists() and not force:
+        if usable():
             return folder
         staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         staging.chmod(0o755)
