@@ -54,6 +54,14 @@ class InMemory(torch.utils.data.Dataset):
 
 @pytest.fixture(scope="module")
 def prepared_run(cache_dir, tmp_path_factory):
+    # one torch thread: with two, a busy second core turns OpenMP barriers into multi-second steps
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield _prepare(tmp_path_factory)
+    torch.set_num_threads(threads)
+
+
+def _prepare(tmp_path_factory):
     config = build_train_config(model="tiny", max_steps=6, logging_steps=1, per_device_train_batch_size=4,
                                 dataloader_num_workers=0, throughput_warmup_steps=2, log_model=False,
                                 output_dir=str(tmp_path_factory.mktemp("out")))
