@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..compare.grouping import Setting
 from ..config import parse_bool, parse_int
 from ..errors import ConfigError
 
@@ -19,7 +20,7 @@ class SweepCell:
 
     @property
     def setting(self) -> str:
-        return f"w{self.workers} decode={'device' if self.device_decode else 'cpu'}"
+        return Setting(self.workers, "device" if self.device_decode else "cpu").label  # compare's label
 
     @property
     def run_name(self) -> str:
