@@ -1,22 +1,23 @@
-"""Frozen run configuration: validation and flattening to MLflow params.
+"""TrainConfig as a declared schema: each field has its default, its parser and its help.
 
-Imports nothing heavy: the CLI validates arguments before torch, transformers or mlflow load.
+The CLI options, the MLflow params, the rank command line and MLproject's `train` parameters all
+come from these fields. Imports nothing heavy: arguments are checked before torch or mlflow load.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Callable
 
+from .accelerators.registry import ACCELERATOR_KINDS
+from .contract import FALSE_WORDS, TRUE_WORDS
 from .errors import ConfigError
 
-ACCELERATOR_KINDS = ("cpu", "cuda", "a100", "h100", "h200", "gaudi", "gaudi2", "gaudi3")
 MODEL_PRESETS = ("tiny", "base", "large")
 DISTRIBUTION_STRATEGIES = ("ddp", "fast_ddp")
 PRECISIONS = ("auto", "fp32", "bf16")
-TRUE_WORDS = ("1", "true", "yes", "on")
-FALSE_WORDS = ("0", "false", "no", "off", "")
 
 
 def parse_bool(field_name: str, value) -> bool:
@@ -66,41 +67,98 @@ def parse_choice(field_name: str, value, choices) -> str:
     return text
 
 
+# field parsers: (field name, raw value) -> value ---------------------------------------------------
+def choice(*choices: str) -> Callable:
+    return lambda name, value: parse_choice(name, value, choices)
+
+
+def whole(minimum: int | None = None) -> Callable:
+    return lambda name, value: parse_int(name, value, minimum)
+
+
+def positive_number(name: str, value) -> float:
+    return parse_float(name, value, 0.0, exclusive=True)
+
+
+def text(name: str, value) -> str:
+    return str(value).strip()
+
+
+def required_text(allowed: str) -> Callable:
+    def parse(name: str, value) -> str:
+        if not str(value).strip():
+            raise ConfigError(name, value, f"allowed: {allowed}")
+        return str(value).strip()
+
+    return parse
+
+
+def steps_or_epochs(name: str, value) -> int:
+    steps = parse_int(name, value)
+    if steps == 0 or steps < -1:
+        raise ConfigError(name, value, "allowed: a whole number >= 1, or -1 to train by epochs")
+    return steps
+
+
+def register_name(field_name: str, value) -> str:
+    name = str(value).strip()
+    if name and (len(name) > 250 or any(c in name for c in "/:@%\\") or ".." in name):
+        raise ConfigError(field_name, name, "allowed: a registered-model name of at most 250 characters without "
+                                            "'/', ':', '@', '%', '\\' or '..'")
+    return name
+
+
+def shell_words(name: str, value) -> tuple:
+    if not isinstance(value, str):
+        return tuple(value)
+    try:
+        return tuple(shlex.split(value))
+    except ValueError as exc:
+        raise ConfigError(name, value, f"allowed: shell-quoted --flag value pairs ({exc})") from None
+
+
+def option(default, parse: Callable, help: str, project: bool = True):
+    """A TrainConfig field; `project=False` for what `mlflow run` sets itself (experiment, run name)."""
+    return dataclasses.field(default=default, metadata={"parse": parse, "help": help, "project": project})
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Everything a `train` run is asked to do (what actually ran is recorded separately)."""
 
-    accel: str = "cpu"
-    model: str = "tiny"
-    dataset: str = "sample"
-    dataset_config: str = "matching"
-    image_column: str = "image"
-    caption_column: str = "image_description"
-    per_device_train_batch_size: int = 48
-    per_device_eval_batch_size: int = 16
-    dataloader_num_workers: int = 1
-    device_decode: bool = False
-    allow_loader_fallback: bool = False
-    distribution_strategy: str = "ddp"
-    devices: int = 1
-    max_steps: int = -1
-    num_train_epochs: float = 5.0
-    learning_rate: float = 1e-5
-    throughput_warmup_steps: int = 3
-    logging_steps: int = 10
-    seed: int = 42
-    precision: str = "auto"
-    max_seq_length: int = 128
-    max_train_samples: int = 0
-    max_eval_samples: int = 0
-    save_steps: int = 0
-    register_as: str = ""
-    log_model: bool = True
-    resume: bool = False
-    output_dir: str = "outputs"
-    experiment_name: str = ""
-    run_name: str = ""
-    hf_args: tuple = field(default_factory=tuple)
+    accel: str = option("cpu", choice(*ACCELERATOR_KINDS), "accelerator kind")
+    model: str = option("tiny", required_text(", ".join(MODEL_PRESETS) + ", a Hub id or a local path"),
+                        "tiny, base, large (random-init presets), a Hub id or a local checkpoint")
+    dataset: str = option("sample", required_text("sample, a local folder or a Hub dataset id"),
+                          "sample, a local folder or a Hub dataset id")
+    dataset_config: str = option("matching", text, "Hub dataset config")
+    image_column: str = option("image", text, "column holding the images")
+    caption_column: str = option("image_description", text, "column holding the captions")
+    per_device_train_batch_size: int = option(48, whole(1), "training batch per device")
+    per_device_eval_batch_size: int = option(16, whole(1), "evaluation batch per device")
+    dataloader_num_workers: int = option(1, whole(0), "data-loader worker processes per device")
+    device_decode: bool = option(False, parse_bool, "decode JPEGs on the accelerator (alias mediapipe_dataloader)")
+    allow_loader_fallback: bool = option(False, parse_bool, "train with the CPU loader when device decode fails")
+    distribution_strategy: str = option("ddp", choice(*DISTRIBUTION_STRATEGIES), "ddp or fast_ddp (Gaudi)")
+    devices: int = option(1, whole(1), "devices (processes); >1 launches the ranks")
+    max_steps: int = option(-1, steps_or_epochs, "training steps, -1 to train by epochs")
+    num_train_epochs: float = option(5.0, positive_number, "epochs when max_steps is -1")
+    learning_rate: float = option(1e-5, positive_number, "peak learning rate")
+    throughput_warmup_steps: int = option(3, whole(0), "steps left out of train_samples_per_second")
+    logging_steps: int = option(10, whole(1), "steps between logged losses and step throughput")
+    seed: int = option(42, whole(0), "random seed")
+    precision: str = option("auto", choice(*PRECISIONS), "auto, fp32 or bf16")
+    max_seq_length: int = option(128, whole(8), "caption tokens")
+    max_train_samples: int = option(0, whole(0), "rows of the training split to use, 0 for all")
+    max_eval_samples: int = option(0, whole(0), "rows of the validation split to use, 0 for all")
+    save_steps: int = option(0, whole(0), "steps between checkpoints (needed for resume), 0 for none")
+    register_as: str = option("", register_name, "registered model name; empty: do not register")
+    log_model: bool = option(True, parse_bool, "log the fine-tuned model")
+    resume: bool = option(False, parse_bool, "continue the last run in output_dir from its last checkpoint")
+    output_dir: str = option("outputs", lambda name, value: str(value), "folder for checkpoints and the model")
+    experiment_name: str = option("", text, "MLflow experiment (mlflow run sets its own)", project=False)
+    run_name: str = option("", text, "MLflow run name (default: derived from the settings)", project=False)
+    hf_args: tuple = option((), shell_words, "extra TrainingArguments flags, e.g. '--warmup_steps 10'")
 
     def to_params(self) -> dict:
         """The asked-for settings as flat MLflow params (hf_args as one string).
@@ -117,74 +175,19 @@ class TrainConfig:
         return fields
 
 
-def _check_register_name(name: str) -> str:
-    name = name.strip()
-    if name and (len(name) > 250 or any(c in name for c in "/:@%\\") or ".." in name):
-        raise ConfigError(
-            "register_as", name,
-            "allowed: a registered-model name of at most 250 characters without '/', ':', '@', '%', '\\' or '..'",
-        )
-    return name
+SCHEMA = dataclasses.fields(TrainConfig)
 
 
 def build_train_config(**raw) -> TrainConfig:
     """Validate raw CLI/MLproject values (strings allowed) into a TrainConfig; raises ConfigError."""
-    defaults = TrainConfig()
-    get = lambda key: raw.get(key) if raw.get(key) is not None else getattr(defaults, key)  # noqa: E731
-    accel = parse_choice("accel", get("accel"), ACCELERATOR_KINDS)
-    model = str(get("model")).strip()
-    if not model:
-        raise ConfigError("model", model, "allowed: " + ", ".join(MODEL_PRESETS) + ", a Hub id or a local path")
-    dataset = str(get("dataset")).strip()
-    if not dataset:
-        raise ConfigError("dataset", dataset, "allowed: sample, a local folder or a Hub dataset id")
-    device_decode = parse_bool("device_decode", get("device_decode"))
+    values = {}
+    for spec in SCHEMA:
+        value = raw.get(spec.name)
+        values[spec.name] = spec.metadata["parse"](spec.name, spec.default if value is None else value)
     if raw.get("mediapipe_dataloader") is not None:
-        device_decode = device_decode or parse_bool("mediapipe_dataloader", raw["mediapipe_dataloader"])
-    max_steps = parse_int("max_steps", get("max_steps"))
-    if max_steps == 0 or max_steps < -1:
-        raise ConfigError("max_steps", get("max_steps"), "allowed: a whole number >= 1, or -1 to train by epochs")
-    hf_args = get("hf_args")
-    if isinstance(hf_args, str):
-        try:
-            hf_args = tuple(shlex.split(hf_args))
-        except ValueError as exc:
-            raise ConfigError("hf_args", hf_args, f"allowed: shell-quoted --flag value pairs ({exc})") from None
-    config = TrainConfig(
-        accel=accel,
-        model=model,
-        dataset=dataset,
-        dataset_config=str(get("dataset_config")).strip(),
-        image_column=str(get("image_column")).strip(),
-        caption_column=str(get("caption_column")).strip(),
-        per_device_train_batch_size=parse_int("per_device_train_batch_size", get("per_device_train_batch_size"), 1),
-        per_device_eval_batch_size=parse_int("per_device_eval_batch_size", get("per_device_eval_batch_size"), 1),
-        dataloader_num_workers=parse_int("dataloader_num_workers", get("dataloader_num_workers"), 0),
-        device_decode=device_decode,
-        allow_loader_fallback=parse_bool("allow_loader_fallback", get("allow_loader_fallback")),
-        distribution_strategy=parse_choice(
-            "distribution_strategy", get("distribution_strategy"), DISTRIBUTION_STRATEGIES
-        ),
-        devices=parse_int("devices", get("devices"), 1),
-        max_steps=max_steps,
-        num_train_epochs=parse_float("num_train_epochs", get("num_train_epochs"), 0.0, exclusive=True),
-        learning_rate=parse_float("learning_rate", get("learning_rate"), 0.0, exclusive=True),
-        throughput_warmup_steps=parse_int("throughput_warmup_steps", get("throughput_warmup_steps"), 0),
-        logging_steps=parse_int("logging_steps", get("logging_steps"), 1),
-        seed=parse_int("seed", get("seed"), 0),
-        precision=parse_choice("precision", get("precision"), PRECISIONS),
-        max_seq_length=parse_int("max_seq_length", get("max_seq_length"), 8),
-        max_train_samples=parse_int("max_train_samples", get("max_train_samples"), 0),
-        max_eval_samples=parse_int("max_eval_samples", get("max_eval_samples"), 0),
-        save_steps=parse_int("save_steps", get("save_steps"), 0),
-        register_as=_check_register_name(str(get("register_as"))),
-        log_model=parse_bool("log_model", get("log_model")),
-        resume=parse_bool("resume", get("resume")),
-        output_dir=str(get("output_dir")),
-        experiment_name=str(get("experiment_name")).strip(),
-        run_name=str(get("run_name")).strip(),
-        hf_args=tuple(hf_args),
-    )
+        values["device_decode"] = values["device_decode"] or parse_bool("mediapipe_dataloader",
+                                                                        raw["mediapipe_dataloader"])
+    config = TrainConfig(**values)
     if config.register_as and not config.log_model:
         raise ConfigError("log_model", "false", "allowed: true when register_as is set (a version needs a model)")
     return config

@@ -1,4 +1,4 @@
-"""The project's exception types; the CLI maps each to an exit status."""
+"""Every exception type a user can meet, with its exit status (cli_support.reports_errors maps them)."""
 
 
 class BridgeTowerMlflowError(Exception):
@@ -39,3 +39,20 @@ class PromotionRefused(BridgeTowerMlflowError):
     """A promotion gate said no (only an error with --fail-if-not-promoted)."""
 
     exit_code = 1
+
+
+class NoMatchingRuns(BridgeTowerMlflowError):
+    """compare found no finished train run; the message names what was found instead."""
+
+    exit_code = 2
+
+
+class LaunchFailed(BridgeTowerMlflowError):
+    """A rank of a multi-device run the project launched itself exited non-zero."""
+
+    exit_code = 1
+
+
+
+class DeviceDecodeUnavailable(Exception):
+    """An on-device loader cannot start; train turns it into a ConfigError or, if allowed, a CPU fallback."""

@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from .data.image_transform import CLIP_MEAN, CLIP_STD
+from .data.image_transform import CLIP_MEAN, CLIP_STD, ImageSpec
 from .data.sample import default_sample_dir, text_corpus
 from .errors import ConfigError
 
@@ -29,9 +29,7 @@ class LoadedModel:
     model: object
     tokenizer: object
     image_processor: object
-    image_size: int
-    image_mean: tuple
-    image_std: tuple
+    image: ImageSpec
     source: str  # preset:<name> or the Hub id / path
 
 
@@ -99,7 +97,7 @@ def load_model(name: str, max_seq_length: int, seed: int) -> LoadedModel:
         torch.manual_seed(seed)
         model = BridgeTowerForContrastiveLearning(config)
         size = config.vision_config.image_size
-        return LoadedModel(model, tokenizer, _image_processor(size), size, CLIP_MEAN, CLIP_STD, f"preset:{name}")
+        return LoadedModel(model, tokenizer, _image_processor(size), ImageSpec(size), f"preset:{name}")
     return _load_pretrained(name)
 
 
@@ -120,7 +118,7 @@ def _load_pretrained(name: str) -> LoadedModel:
         mean, std = CLIP_MEAN, CLIP_STD
         processor = None
     size = model.config.vision_config.image_size
-    return LoadedModel(model, tokenizer, processor or _image_processor(size, mean, std), size, mean, std, name)
+    return LoadedModel(model, tokenizer, processor or _image_processor(size, mean, std), ImageSpec(size, mean, std), name)
 
 
 def count_parameters(model) -> int:

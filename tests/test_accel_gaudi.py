@@ -11,16 +11,21 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fakes import (FakeGaudiTrainingArguments, install_habana, install_optimum_habana,  # noqa: E402
-                   install_pyhlml)
+from fakes import FakeGaudiTrainingArguments, install_habana, install_optimum_habana, install_pyhlml  # noqa: E402
 from fakes.data import make_jpeg_dataset, pil_reference  # noqa: E402
 from fakes.mediapipe import install_mediapipe  # noqa: E402
 
 from bridgetower_mlflow.accelerators import gaudi_detect, habana_media_pipe  # noqa: E402
 from bridgetower_mlflow.accelerators.base import DeviceDecodeUnavailable  # noqa: E402
 from bridgetower_mlflow.accelerators.gaudi import GaudiAccelerator, supported_strategies  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi_args import (NATIVE_PATH, OPTIMUM_PATH, choose_gaudi_path,  # noqa: E402
-                                                        gaudi_training_kwargs, mpirun_command, parse_lscpu)
+from bridgetower_mlflow.accelerators.gaudi_args import (  # noqa: E402
+    NATIVE_PATH,
+    OPTIMUM_PATH,
+    choose_gaudi_path,
+    gaudi_training_kwargs,
+    mpirun_command,
+    parse_lscpu,
+)
 from bridgetower_mlflow.config import TrainConfig  # noqa: E402
 from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError  # noqa: E402
 

@@ -13,8 +13,13 @@ from fakes import install_pyhlml  # noqa: E402
 
 from bridgetower_mlflow.accelerators import hlml_sampler  # noqa: E402
 from bridgetower_mlflow.accelerators.gaudi import GaudiAccelerator  # noqa: E402
-from bridgetower_mlflow.accelerators.hlml_sampler import (HlmlSampler, HlSmiSampler, HpuReading,  # noqa: E402
-                                                          hpu_metrics, parse_hl_smi)
+from bridgetower_mlflow.accelerators.hlml_sampler import (  # noqa: E402
+    HlmlSampler,
+    HlSmiSampler,
+    HpuReading,
+    hpu_metrics,
+    parse_hl_smi,
+)
 
 HL_SMI = "0, 87, 40960, 98304, 512\n1, 0, 512, 98304, 97\n"
 

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bridgetower_mlflow.accelerators.gaudi_args import (HABANA_CLIP_CONFIG, gaudi_config_overrides,
-                                                        gaudi_training_kwargs)
+from bridgetower_mlflow.accelerators.gaudi_args import HABANA_CLIP_CONFIG, gaudi_config_overrides, gaudi_training_kwargs
 from bridgetower_mlflow.config import TrainConfig
 
 VERSION = "1.21.2"

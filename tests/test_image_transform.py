@@ -22,8 +22,13 @@ import torch
 from PIL import Image
 
 from bridgetower_mlflow.data.collate import ImageTransform, collate_batch
-from bridgetower_mlflow.data.image_transform import (CLIP_MEAN, CLIP_STD, ImageDecodeError, normalize_batch,
-                                                     resize_center_crop)
+from bridgetower_mlflow.data.image_transform import (
+    CLIP_MEAN,
+    CLIP_STD,
+    ImageDecodeError,
+    normalize_batch,
+    resize_center_crop,
+)
 from bridgetower_mlflow.data.sample import generate_sample_set
 
 SIZE = 288

@@ -1,7 +1,12 @@
 """Params: flattening, limits, secret redaction and mlflow-run equality."""
 
 from bridgetower_mlflow.tracking.params import (
-    REDACTED, conflicts, flatten, prepare_params, redact_text, same_value,
+    REDACTED,
+    conflicts,
+    flatten,
+    prepare_params,
+    redact_text,
+    same_value,
 )
 
 

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from test_promote_support import (BETTER, WORSE, module_store, register, registry_snapshot, store,  # noqa: F401
-                                  tiny_checkpoint, unique_name)
+from test_promote_support import (  # noqa: F401
+    BETTER,
+    WORSE,
+    module_store,
+    register,
+    registry_snapshot,
+    store,
+    tiny_checkpoint,
+    unique_name,
+)
 
 from bridgetower_mlflow.cli import main
 

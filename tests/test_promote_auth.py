@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from test_promote_support import WORSE, log_trained_run, register, tiny_checkpoint  # noqa: F401
-
 from conftest import AUTH_ADMIN, run_cli
+from test_promote_support import WORSE, log_trained_run, register, tiny_checkpoint  # noqa: F401
 
 pytestmark = pytest.mark.slow
 ADMIN = AUTH_ADMIN

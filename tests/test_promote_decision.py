@@ -3,8 +3,14 @@
 import pytest
 
 from bridgetower_mlflow.errors import ConfigError
-from bridgetower_mlflow.tracking.promotion import (VersionFacts, check_alias, decide, decision_tags,
-                                                   description_line, resolve_mode)
+from bridgetower_mlflow.tracking.promotion import (
+    VersionFacts,
+    check_alias,
+    decide,
+    decision_tags,
+    description_line,
+    resolve_mode,
+)
 
 FP = "c8cf8c869ecd855d"
 

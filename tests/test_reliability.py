@@ -6,9 +6,8 @@ import subprocess
 import time
 
 import pytest
-from mlflow.tracking import MlflowClient
-
 from conftest import BIN, MlflowServer, no_running_runs
+from mlflow.tracking import MlflowClient
 
 pytestmark = pytest.mark.slow
 STEP_KEYS = ("loss", "step_samples_per_second", "step_dataloader_wait_fraction")

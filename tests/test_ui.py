@@ -5,9 +5,8 @@ import shutil
 import subprocess
 
 import pytest
-from mlflow.tracking import MlflowClient
-
 from conftest import ARTIFACTS, BIN
+from mlflow.tracking import MlflowClient
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -2,39 +2,48 @@
 
 from __future__ import annotations
 
-import os
+import platform
 
-from .base import Accelerator, DeviceInfo, host_facts
+from ..errors import ConfigError
+from .base import Accelerator, DeviceInfo, RecipeSettings, TrainingRecipe
+from .hf_args import merged_kwargs
+
+
+def cpu_model_name() -> str:
+    """The CPU's marketing name from /proc/cpuinfo (platform's answer elsewhere)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 class CpuAccelerator(Accelerator):
-    kind = "cpu"
-
-    def detect(self, devices: int) -> DeviceInfo:
+    def detect(self, devices_here: int, world_size: int) -> DeviceInfo:
         import psutil
         import torch
 
         return DeviceInfo(
-            kind="cpu",
-            device_name=host_facts()["host.cpu_model"],
-            count=devices,
-            memory_gb=round(psutil.virtual_memory().total / 2**30, 1),
-            driver=None,
+            kind="cpu", device_name=cpu_model_name(), count=world_size,
+            memory_gb=round(psutil.virtual_memory().total / 2**30, 1), driver=None,
             software={"torch": torch.__version__, "torch_threads": str(torch.get_num_threads())},
         )
 
-    def training_arguments(self, common: dict, config):
-        from transformers import TrainingArguments
+    def recipe(self, device: DeviceInfo, settings: RecipeSettings) -> TrainingRecipe:
+        from transformers import Trainer, TrainingArguments
 
-        from ..errors import ConfigError
-
-        if config.distribution_strategy != "ddp":
-            raise ConfigError("distribution_strategy", config.distribution_strategy,
+        if settings.distribution_strategy != "ddp":
+            raise ConfigError("distribution_strategy", settings.distribution_strategy,
                               "allowed on cpu: ddp (fast_ddp is optimum-habana's Gaudi strategy)")
-        kwargs = dict(common)
+        kwargs = merged_kwargs(TrainingArguments, settings)
         kwargs["use_cpu"] = True
-        if config.precision == "bf16":
+        if settings.precision == "bf16":
             kwargs["bf16"] = True
-        if config.devices > 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1:
-            kwargs["ddp_backend"] = "gloo"
-        return TrainingArguments(**kwargs)
+        backend = "gloo" if settings.world_size > 1 else None
+        if backend:
+            kwargs["ddp_backend"] = backend
+        precision = "bf16" if kwargs.get("bf16") else "fp32"
+        return TrainingRecipe(TrainingArguments, kwargs, Trainer, precision=precision, ddp_backend=backend)

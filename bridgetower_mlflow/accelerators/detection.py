@@ -1,10 +1,9 @@
-"""Shared detection helpers: package versions, process counts, label checks, "allowed here"."""
+"""Shared detection helpers: package versions, label and count checks, "allowed here"."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import os
 
 from ..errors import AcceleratorUnavailable
 
@@ -23,29 +22,6 @@ def module_present(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
-
-
-def world_size(devices: int) -> int:
-    """Processes in the job: an outer launcher's WORLD_SIZE (or MPI size) wins over `devices`."""
-    for key in ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
-        if os.environ.get(key, "").isdigit():
-            return max(int(os.environ[key]), 1)
-    return devices
-
-
-def local_processes(devices: int) -> int:
-    """Devices this node must hold: the launcher's local size, else `devices`."""
-    for key in ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"):
-        if os.environ.get(key, "").isdigit():
-            return max(int(os.environ[key]), 1)
-    return devices
-
-
-def local_rank() -> int:
-    for key in ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"):
-        if os.environ.get(key, "").isdigit():
-            return int(os.environ[key])
-    return 0
 
 
 def allowed_here() -> str:

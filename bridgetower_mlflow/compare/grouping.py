@@ -5,6 +5,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from ..accelerators.registry import ACCELERATOR_KINDS
+from ..contract import DECODE_CLASSES, DECODE_CPU
 from .records import RunRecord
 
 # Everything that shaped a run except the accelerator and the data-loading setting.
@@ -19,8 +21,8 @@ SHORT_KEY_NAMES = {
     "distribution_strategy": "strategy", "dataset_config": "config",
     "throughput_warmup_steps": "warmup steps",
 }
-ACCELERATOR_ORDER = ("cpu", "cuda", "a100", "h100", "h200", "gaudi", "gaudi2", "gaudi3")
-DECODE_ORDER = {"cpu": 0, "cpu-fallback": 1, "device": 2}
+ACCELERATOR_ORDER = ACCELERATOR_KINDS
+DECODE_ORDER = {name: index for index, name in enumerate(DECODE_CLASSES)}
 
 
 def accelerator_sort_key(name: str) -> tuple:
@@ -42,7 +44,7 @@ class Setting:
     @property
     def is_baseline(self) -> bool:
         """The study's reference setting: no worker processes, CPU decode."""
-        return self.workers == 0 and self.decode == "cpu"
+        return self.workers == 0 and self.decode == DECODE_CPU
 
     def sort_key(self) -> tuple:
         return (self.workers, DECODE_ORDER.get(self.decode, 9), self.decode)

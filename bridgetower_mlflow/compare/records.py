@@ -5,13 +5,28 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-RUN_KIND_TAG = "bridgetower.run_kind"
-TRAIN_FILTER = f"tags.`{RUN_KIND_TAG}` = 'train'"
+from ..contract import (
+    ACCELERATOR_TAG,
+    DATA_LOADER_TAG,
+    DECODE_TAG,
+    DEVICE_COUNT_TAG,
+    DEVICE_NAME_TAG,
+    INPUT_BOUND_TAG,
+    PARENT_RUN_TAG,
+    PRECISION_TAG,
+    RUN_KIND_TAG,
+    RUN_KIND_TRAIN,
+    RUN_NAME_TAG,
+    THROUGHPUT_METRIC,
+    THROUGHPUT_PER_DEVICE_METRIC,
+    WAIT_METRIC,
+    WARMUP_TAG,
+)
+
+TRAIN_FILTER = f"tags.`{RUN_KIND_TAG}` = '{RUN_KIND_TRAIN}'"
 PAGE_SIZE = 5000
-DEVICE_LOADERS = ("habana-mediapipe", "nvjpeg")
-CPU_LOADER = "torch-cpu"
 MEASURED = "measured"
-TRUE_WORDS = ("1", "true", "yes", "on")
+UNKNOWN_DECODE = "unknown"  # a run logged before train wrote its decode tag
 
 
 @dataclass(frozen=True)
@@ -64,54 +79,40 @@ def normalize_int(value, default: str = "") -> str:
     return str(int(number)) if number.is_integer() else text
 
 
-def normalize_bool(value) -> bool:
-    """'true', 'True', '1', 'yes' -> True (`mlflow run` logs the user's raw -P spelling)."""
-    return str(value).strip().lower() in TRUE_WORDS
-
-
-def decode_class(data_loader: str, device_decode_asked: bool) -> str:
-    """Where JPEGs were decoded, from the loader that actually ran."""
-    if data_loader in DEVICE_LOADERS:
-        return "device"
-    if data_loader in (CPU_LOADER, ""):
-        return "cpu-fallback" if device_decode_asked else "cpu"
-    return data_loader
-
-
 def record_from_run(run) -> RunRecord | None:
     """A RunRecord from an mlflow Run that followed train's contract; None without throughput."""
     params, tags, metrics = run.data.params, run.data.tags, run.data.metrics
-    throughput = metrics.get("train_samples_per_second")
+    throughput = metrics.get(THROUGHPUT_METRIC)
     if throughput is None:
         return None
-    data_loader = tags.get("data_loader", "")
+    data_loader = tags.get(DATA_LOADER_TAG, "")
     dataset_config = params.get("dataset_config", "")
     return RunRecord(
         run_id=run.info.run_id,
-        run_name=run.info.run_name or tags.get("mlflow.runName", ""),
+        run_name=run.info.run_name or tags.get(RUN_NAME_TAG, ""),
         experiment_id=run.info.experiment_id,
-        accelerator=(tags.get("accelerator") or params.get("accel") or "unknown").lower(),
-        device_name=tags.get("accelerator.device_name", ""),
+        accelerator=(tags.get(ACCELERATOR_TAG) or params.get("accel") or "unknown").lower(),
+        device_name=tags.get(DEVICE_NAME_TAG, ""),
         model=params.get("model", ""),
         dataset=params.get("dataset", ""),
         dataset_config=dataset_config,
         per_device_train_batch_size=normalize_int(params.get("per_device_train_batch_size")),
-        devices=normalize_int(tags.get("accelerator.count") or params.get("devices"), "1"),
-        precision=tags.get("precision") or params.get("precision", ""),
+        devices=normalize_int(tags.get(DEVICE_COUNT_TAG) or params.get("devices"), "1"),
+        precision=tags.get(PRECISION_TAG) or params.get("precision", ""),
         max_seq_length=normalize_int(params.get("max_seq_length")),
         distribution_strategy=params.get("distribution_strategy", ""),
         throughput_warmup_steps=normalize_int(
-            tags.get("throughput.warmup_steps") or params.get("throughput_warmup_steps"), "unknown"
+            tags.get(WARMUP_TAG) or params.get("throughput_warmup_steps"), "unknown"
         ),
         dataloader_num_workers=int(float(normalize_int(params.get("dataloader_num_workers"), "0") or 0)),
-        decode=decode_class(data_loader, normalize_bool(params.get("device_decode", "false"))),
+        decode=tags.get(DECODE_TAG) or UNKNOWN_DECODE,
         data_loader=data_loader or "unknown",
         samples_per_second=float(throughput),
-        samples_per_second_per_device=metrics.get("train_samples_per_second_per_device"),
+        samples_per_second_per_device=metrics.get(THROUGHPUT_PER_DEVICE_METRIC),
         train_runtime=metrics.get("train_runtime"),
-        dataloader_wait_fraction=metrics.get("dataloader_wait_fraction"),
-        input_bound=tags.get("input_bound", ""),
-        parent_run_id=tags.get("mlflow.parentRunId", ""),
+        dataloader_wait_fraction=metrics.get(WAIT_METRIC),
+        input_bound=tags.get(INPUT_BOUND_TAG, ""),
+        parent_run_id=tags.get(PARENT_RUN_TAG, ""),
     )
 
 
@@ -158,5 +159,5 @@ def accelerators_found(client, experiment_ids) -> list[str]:
     """Accelerator tags of any train runs in these experiments (for the nothing-matched error)."""
     seen = set()
     for run in iterate_runs(client, experiment_ids, TRAIN_FILTER):
-        seen.add(run.data.tags.get("accelerator") or run.data.params.get("accel") or "unknown")
+        seen.add(run.data.tags.get(ACCELERATOR_TAG) or run.data.params.get("accel") or "unknown")
     return sorted(seen)

@@ -7,16 +7,15 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..contract import NOTE_LIMIT, NOTE_TAG, RUN_KIND_COMPARE, RUN_KIND_TAG
 from ..errors import ConfigError
 from . import render
-from .records import RUN_KIND_TAG, fetch_run_records
+from .records import fetch_run_records
 from .scope import CompareScope, nothing_matched, resolve_scope
 from .speedups import Comparison, build_sections, parse_allow_diff
 from .study import STUDY_CAVEATS, study_records
 
 REFERENCES = ("none", "study")
-NOTE_TAG = "mlflow.note.content"
-NOTE_LIMIT = 7900  # MLflow caps tag values at 8000 characters
 ARTIFACT_DIR = "compare"
 
 
@@ -154,9 +153,9 @@ def log_compare_run(client, options: CompareOptions, scope: CompareScope, outcom
     if created:
         name = f"compare {outcome.comparison.run_count} runs"
         run_id = client.create_run(scope.experiment_ids[0], run_name=name,
-                                   tags={RUN_KIND_TAG: "compare"}).info.run_id
+                                   tags={RUN_KIND_TAG: RUN_KIND_COMPARE}).info.run_id
     elif not options.parent_run_id:
-        tags[RUN_KIND_TAG] = "compare"  # the run `mlflow run -e compare` created
+        tags[RUN_KIND_TAG] = RUN_KIND_COMPARE  # the run `mlflow run -e compare` created
     client.log_batch(run_id, tags=[RunTag(key, value) for key, value in tags.items()])
     client.log_artifacts(run_id, str(output_dir), ARTIFACT_DIR)
     if created:

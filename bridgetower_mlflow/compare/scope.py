@@ -5,14 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..errors import BridgeTowerMlflowError, ConfigError
+from ..contract import PARENT_RUN_TAG
+from ..errors import ConfigError, NoMatchingRuns
 from .records import FetchedRuns, accelerators_found, combine_filters
-
-
-class NoMatchingRuns(BridgeTowerMlflowError):
-    """No finished train run matched; the message names what was found instead."""
-
-    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -31,7 +26,7 @@ class CompareScope:
 
 
 def parent_filter(parent_run_id: str) -> str:
-    return f"tags.`mlflow.parentRunId` = '{parent_run_id}'" if parent_run_id else ""
+    return f"tags.`{PARENT_RUN_TAG}` = '{parent_run_id}'" if parent_run_id else ""
 
 
 def _split(values) -> list[str]:

@@ -6,7 +6,13 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from .grouping import (
-    CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats, Setting, accelerator_sort_key, group_records, ratio,
+    CONFIG_KEYS,
+    SHORT_KEY_NAMES,
+    GroupStats,
+    Setting,
+    accelerator_sort_key,
+    group_records,
+    ratio,
 )
 from .records import RunRecord
 

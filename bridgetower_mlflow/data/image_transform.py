@@ -7,12 +7,22 @@ per-pixel float work out of the data-loader workers and moves 4x fewer bytes bet
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """What the model's image tower takes: a size x size square, normalized with mean and std."""
+
+    size: int
+    mean: tuple = CLIP_MEAN
+    std: tuple = CLIP_STD
 
 
 class ImageDecodeError(Exception):

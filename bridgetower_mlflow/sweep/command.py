@@ -6,32 +6,32 @@ import sys
 
 import click
 
-from ..errors import BridgeTowerMlflowError
+from ..cli_support import CONTEXT, dual_option, reports_errors
 
 # train options a sweep passes through unchanged when given
 PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "per_device_train_batch_size")
 
 
-@click.command("sweep", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.command("sweep", context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_extra_args": True})
 @click.option("--accel", default="cpu", show_default=True, help="Accelerator kind for every cell.")
 @click.option("--workers", default="0,1,2", show_default=True, help="dataloader_num_workers values.")
-@click.option("--device-decode", "--device_decode", "device_decode", default="false,true", show_default=True,
-              help="device_decode values; cells the accelerator cannot do are skipped with a note.")
+@dual_option("device_decode", default="false,true", show_default=True,
+             help="device_decode values; cells the accelerator cannot do are skipped with a note.")
 @click.option("--repeats", default="1", show_default=True, help="Runs per cell (median/min/max in compare).")
 @click.option("--baseline", default="", help="Baseline accelerator for the final compare.")
-@click.option("--experiment-name", "--experiment_name", "experiment_name", default="", help="Experiment for the parent and children.")
+@dual_option("experiment_name", default="", help="Experiment for the parent and children.")
 @click.option("--model", default=None, help="Passed to train.")
 @click.option("--dataset", default=None, help="Passed to train.")
-@click.option("--max-steps", "--max_steps", "max_steps", default=None, help="Passed to train.")
-@click.option("--per-device-train-batch-size", "--per_device_train_batch_size",
-              "per_device_train_batch_size", default=None, help="Passed to train.")
+@dual_option("max_steps", default=None, help="Passed to train.")
+@dual_option("per_device_train_batch_size", default=None, help="Passed to train.")
 @click.pass_context
+@reports_errors
 def sweep_command(ctx, accel, workers, device_decode, repeats, baseline, experiment_name, **train_options):
     """Run the workers x device-decode x repeats grid as nested train runs, then compare them.
 
     Any other `--key value` (or anything after `--`) is passed to every train run.
     """
-    from .orchestrate import SweepOptions, run_sweep
+    from .orchestration import SweepOptions, run_sweep
 
     passthrough = []
     for name in PASSTHROUGH_OPTIONS:
@@ -40,11 +40,7 @@ def sweep_command(ctx, accel, workers, device_decode, repeats, baseline, experim
     options = SweepOptions(accel=accel, workers=workers, device_decode=device_decode, repeats=repeats,
                            baseline=baseline, experiment_name=experiment_name.strip(),
                            passthrough=passthrough + list(ctx.args))
-    try:
-        outcome = run_sweep(options, echo=click.echo)
-    except BridgeTowerMlflowError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+    outcome = run_sweep(options, echo=click.echo)
     done = len(outcome.results) - len(outcome.failed)
     click.echo(f"sweep {outcome.parent_run_id}: {done} of {len(outcome.results)} runs finished")
     if outcome.failed:

@@ -41,11 +41,3 @@ class TimedLoader:
                 raise DataError(f"dataset: {errors[0]}{more}; allowed: readable JPEG/PNG images")
             yield batch
 
-
-def input_bound_label(wait_fraction: float) -> str:
-    """TensorFlow's input-pipeline bands: <5% no, 5-20% moderate, >=20% high."""
-    if wait_fraction < 0.05:
-        return "no"
-    if wait_fraction < 0.20:
-        return "moderate"
-    return "high"

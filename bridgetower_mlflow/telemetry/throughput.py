@@ -11,6 +11,18 @@ from dataclasses import dataclass
 
 from transformers import TrainerCallback
 
+from ..contract import (
+    LOGGED_TRAINER_KEYS,
+    MEASURED_STEPS_METRIC,
+    STEADY_SECONDS_METRIC,
+    STEP_THROUGHPUT_METRIC,
+    STEP_WAIT_METRIC,
+    THROUGHPUT_METRIC,
+    THROUGHPUT_PER_DEVICE_METRIC,
+    WAIT_ALL_STEPS_METRIC,
+    WAIT_METRIC,
+)
+
 
 @dataclass
 class RankThroughput:
@@ -56,13 +68,13 @@ class ThroughputCallback(TrainerCallback):
             t_prev, step_prev, wait_prev = self._last
             elapsed, wait = now - t_prev, self._wait()
             if elapsed > 0 and step > step_prev:
-                self.sink.log_metric("step_samples_per_second",
+                self.sink.log_metric(STEP_THROUGHPUT_METRIC,
                                      (step - step_prev) * self.samples_per_step / elapsed, step)
-                self.sink.log_metric("step_dataloader_wait_fraction", min(1.0, (wait - wait_prev) / elapsed), step)
+                self.sink.log_metric(STEP_WAIT_METRIC, min(1.0, (wait - wait_prev) / elapsed), step)
             self._last = (now, step, wait)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        for key in ("loss", "grad_norm", "learning_rate"):
+        for key in LOGGED_TRAINER_KEYS:
             if logs and isinstance(logs.get(key), (int, float)):
                 self.sink.log_metric(key, float(logs[key]), state.global_step)
 
@@ -94,15 +106,15 @@ def combine_ranks(ranks: list[RankThroughput]) -> dict:
     all_steps_wait = min(1.0, max(r.total_wait_seconds / r.total_seconds if r.total_seconds > 0 else 0.0
                                   for r in ranks))
     if min(r.steps for r in ranks) <= 0:
-        return {"dataloader_wait_fraction": all_steps_wait, "dataloader_wait_fraction_all_steps": all_steps_wait}
+        return {WAIT_METRIC: all_steps_wait, WAIT_ALL_STEPS_METRIC: all_steps_wait}
     seconds = max(r.seconds for r in ranks)
     samples = sum(r.samples for r in ranks)
     wait = max(r.wait_seconds / r.seconds for r in ranks if r.seconds > 0)
     return {
-        "train_samples_per_second": samples / seconds,
-        "train_samples_per_second_per_device": samples / seconds / len(ranks),
-        "train_steady_state_seconds": seconds,
-        "train_measured_steps": ranks[0].steps,
-        "dataloader_wait_fraction": min(1.0, wait),
-        "dataloader_wait_fraction_all_steps": all_steps_wait,
+        THROUGHPUT_METRIC: samples / seconds,
+        THROUGHPUT_PER_DEVICE_METRIC: samples / seconds / len(ranks),
+        STEADY_SECONDS_METRIC: seconds,
+        MEASURED_STEPS_METRIC: ranks[0].steps,
+        WAIT_METRIC: min(1.0, wait),
+        WAIT_ALL_STEPS_METRIC: all_steps_wait,
     }

@@ -17,12 +17,14 @@ import time
 from collections import deque
 from pathlib import Path
 
+from ..contract import METRICS_PER_BATCH
+
 log = logging.getLogger(__name__)
 
 
 class MetricBuffer:
     def __init__(self, client, run_id: str, spill_path: Path, flush_interval: float = 5.0,
-                 max_in_memory: int = 50_000, batch_size: int = 900):
+                 max_in_memory: int = 50_000, batch_size: int = METRICS_PER_BATCH):
         self.client, self.run_id, self.spill_path = client, run_id, Path(spill_path)
         self.flush_interval, self.max_in_memory, self.batch_size = flush_interval, max_in_memory, batch_size
         self._queue: deque = deque()

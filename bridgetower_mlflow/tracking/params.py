@@ -7,9 +7,10 @@ import json
 import os
 import re
 
-MAX_VALUE = 6000
-MAX_KEY = 250
-BATCH = 100
+from ..contract import MAX_KEY, MAX_PARAM_VALUE, PARAMS_FILE, PARAMS_PER_BATCH
+
+MAX_VALUE = MAX_PARAM_VALUE
+BATCH = PARAMS_PER_BATCH
 REDACTED = "***"
 
 _SECRET_KEY = re.compile(
@@ -73,7 +74,7 @@ def prepare_params(params: dict) -> tuple[dict[str, str], dict[str, str]]:
             text = REDACTED
         full[key] = text
         short_key = key if len(key) <= MAX_KEY else key[: MAX_KEY - 9] + "~" + hashlib.sha1(key.encode()).hexdigest()[:8]
-        short = text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 40] + f"...[{len(text)} chars: params_full.json]"
+        short = text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 40] + f"...[{len(text)} chars: {PARAMS_FILE}]"
         loggable[short_key] = short
     return loggable, full
 

@@ -1,0 +1,93 @@
+"""NVIDIA GPUs: plain Trainer with bf16 autocast and TF32, nccl, nvJPEG device decode."""
+
+from __future__ import annotations
+
+import logging
+
+from ...contract import NVJPEG_LOADER
+from ...errors import AcceleratorUnavailable
+from ..base import Accelerator, DecodeRequest, DeviceInfo, RecipeSettings, TrainingRecipe
+from ..detection import allowed_here, check_count, check_label, module_present, package_version
+from ..hf_args import merged_kwargs
+from .arguments import cuda_training_kwargs, nvidia_label
+
+logger = logging.getLogger(__name__)
+
+
+class CudaAccelerator(Accelerator):
+    device_loader = NVJPEG_LOADER
+
+    def detect(self, devices_here: int, world_size: int) -> DeviceInfo:
+        import torch
+
+        if not torch.cuda.is_available():
+            built = f"CUDA {torch.version.cuda}" if torch.version.cuda else "no CUDA"
+            raise AcceleratorUnavailable(
+                f"accel: {self.requested} requested but no NVIDIA GPU is visible "
+                f"(torch {torch.__version__} built with {built}); allowed here: {allowed_here()}"
+            )
+        check_count(self.requested, devices_here, torch.cuda.device_count(), "NVIDIA GPU(s)")
+        names = {torch.cuda.get_device_name(i) for i in range(devices_here)}
+        if len(names) > 1:
+            raise AcceleratorUnavailable(f"devices: {devices_here} GPUs of different models "
+                                         f"({', '.join(sorted(names))}); allowed: GPUs of one model "
+                                         "(set CUDA_VISIBLE_DEVICES)")
+        name = names.pop()
+        kind = check_label(self.requested, nvidia_label(name), name, "cuda")
+        props = torch.cuda.get_device_properties(0)
+        from .telemetry import nvidia_driver_version
+
+        return DeviceInfo(
+            kind=kind, device_name=name, count=world_size,
+            memory_gb=round(props.total_memory / 2**30, 1), driver=nvidia_driver_version(),
+            software=_software(torch), extra_tags={"cuda.compute_capability": f"{props.major}.{props.minor}"},
+        )
+
+    def recipe(self, device: DeviceInfo, settings: RecipeSettings) -> TrainingRecipe:
+        import torch
+        from transformers import Trainer, TrainingArguments
+
+        available = torch.cuda.is_available()
+        capability = torch.cuda.get_device_capability() if available else (0, 0)
+        kwargs = cuda_training_kwargs(merged_kwargs(TrainingArguments, settings), settings,
+                                      bf16_ok=available and torch.cuda.is_bf16_supported(),
+                                      tf32_ok=capability >= (8, 0))
+        return TrainingRecipe(TrainingArguments, kwargs, Trainer, precision="bf16" if kwargs.get("bf16") else "fp32",
+                              ddp_backend=kwargs.get("ddp_backend"))
+
+    def peak_memory_gb(self) -> float | None:
+        import torch
+
+        return round(torch.cuda.max_memory_allocated() / 2**30, 3) if torch.cuda.is_available() else None
+
+    def device_decode_loader(self, request: DecodeRequest):
+        """nvJPEG loader for this rank's GPU (workers ship encoded bytes, not pixels)."""
+        import torch
+
+        from .nvjpeg import build_nvjpeg_loader
+
+        index = request.local_rank
+        if torch.cuda.is_available() and index >= torch.cuda.device_count():
+            index = torch.cuda.current_device()  # one GPU per process via CUDA_VISIBLE_DEVICES
+        return build_nvjpeg_loader(request, torch.device("cuda", index))
+
+    def device_samplers(self, device: DeviceInfo) -> list:
+        if not module_present("pynvml"):
+            return []
+        from .telemetry import NvmlSampler
+
+        try:
+            return [NvmlSampler(device.count)]
+        except Exception as exc:  # noqa: BLE001 - telemetry fails soft
+            logger.warning("GPU telemetry off: NVML failed to start (%s: %s)", type(exc).__name__, exc)
+            return []
+
+
+def _software(torch) -> dict:
+    software = {"torch": torch.__version__, "cuda": str(torch.version.cuda),
+                "cudnn": str(torch.backends.cudnn.version())}
+    for package in ("torchvision", "nvidia-ml-py"):
+        version = package_version(package)
+        if version:
+            software[package.replace("-", "_")] = version
+    return software

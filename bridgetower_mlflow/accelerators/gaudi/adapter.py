@@ -1,0 +1,139 @@
+"""Intel Gaudi2/Gaudi3: optimum-habana's GaudiTrainer (the study's path) or plain Trainer on hpu.
+
+Import order matters on Gaudi: optimum.habana and habana_frameworks.torch load only inside methods,
+and detection reads HLML/hl-smi first so the Gaudi config is declared before the HPU stack loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from pathlib import Path
+
+from ...contract import MEDIAPIPE_LOADER
+from ...errors import ConfigError, DeviceDecodeUnavailable
+from ..base import Accelerator, DecodeRequest, DeviceInfo, RecipeSettings, TrainingRecipe
+from ..detection import check_count, check_label, package_version
+from ..hf_args import merged_kwargs
+from .arguments import (
+    DEFAULT_GAUDI_CONFIG_NAME,
+    HABANA_CLIP_CONFIG,
+    NATIVE_PATH,
+    OPTIMUM_PATH,
+    gaudi_config_overrides,
+    gaudi_training_kwargs,
+    mpirun_command,
+    native_training_kwargs,
+    physical_core_layout,
+)
+from .detect import installed_gaudi_path
+
+logger = logging.getLogger(__name__)
+
+
+def supported_strategies(args_class) -> set[str] | None:
+    """distribution_strategy values the installed GaudiTrainingArguments accepts (None: no field)."""
+    field = next((f for f in dataclasses.fields(args_class) if f.name == "distribution_strategy"), None)
+    if field is None:
+        return None
+    choices = field.metadata.get("choices")
+    if not choices:
+        import sys
+
+        choices = getattr(sys.modules[args_class.__module__], "SUPPORTED_DISTRIBUTION_STRATEGIES", ["ddp"])
+    return set(choices)
+
+
+def resolve_gaudi_config_name(name: str, output_dir: str) -> str:
+    """`name` if it loads; offline, the default Habana/clip comes from the embedded copy."""
+    from optimum.habana import GaudiConfig
+
+    try:
+        GaudiConfig.from_pretrained(name)
+        return name
+    except Exception as exc:  # noqa: BLE001 - Hub/network/file errors all land here
+        if name != DEFAULT_GAUDI_CONFIG_NAME:
+            raise ConfigError("gaudi_config_name", name,
+                              f"allowed: a Hub id or a folder with gaudi_config.json ({exc})") from None
+        folder = Path(output_dir) / "gaudi_config"
+        folder.mkdir(parents=True, exist_ok=True)
+        GaudiConfig(**HABANA_CLIP_CONFIG).save_pretrained(str(folder))
+        logger.warning("Gaudi config %s unreachable (%s); using the embedded copy in %s", name, exc, folder)
+        return str(folder)
+
+
+class GaudiAccelerator(Accelerator):
+    device_loader = MEDIAPIPE_LOADER
+
+    def detect(self, devices_here: int, world_size: int) -> DeviceInfo:
+        from .detect import gaudi_label, probe_gaudi
+
+        probe = probe_gaudi(self.requested)
+        kind = check_label(self.requested, gaudi_label(probe.name), probe.name, "gaudi")
+        check_count(self.requested, devices_here, probe.count, "Gaudi device(s)")
+        path = installed_gaudi_path()
+        software = {"torch": package_version("torch"), "synapseai": package_version("habana-torch-plugin"),
+                    "optimum_habana": package_version("optimum-habana"),
+                    "habana_media_loader": package_version("habana-media-loader")}
+        return DeviceInfo(
+            kind=kind, device_name=probe.name, count=world_size, memory_gb=probe.memory_gb,
+            driver=probe.driver, software={k: v for k, v in software.items() if v}, training_path=path,
+            extra_tags={"gaudi.path": path, "gaudi.detected_by": probe.source,
+                        "gaudi.lazy_mode": os.environ.get("PT_HPU_LAZY_MODE", "unset")},
+        )
+
+    def recipe(self, device: DeviceInfo, settings: RecipeSettings) -> TrainingRecipe:
+        if device.training_path == NATIVE_PATH:
+            from transformers import Trainer, TrainingArguments
+
+            kwargs = native_training_kwargs(merged_kwargs(TrainingArguments, settings), settings)
+            return TrainingRecipe(TrainingArguments, kwargs, Trainer, precision="bf16" if kwargs["bf16"] else "fp32",
+                                  ddp_backend=kwargs.get("ddp_backend"))
+        from optimum.habana import GaudiConfig, GaudiTrainer, GaudiTrainingArguments
+
+        kwargs = merged_kwargs(GaudiTrainingArguments, settings)
+        # lazy mode is chosen by this variable, read when the HPU stack loads
+        os.environ.setdefault("PT_HPU_LAZY_MODE", "1" if kwargs.get("use_lazy_mode", True) else "0")
+        name = resolve_gaudi_config_name(kwargs.get("gaudi_config_name") or DEFAULT_GAUDI_CONFIG_NAME,
+                                         kwargs.get("output_dir", "."))
+        kwargs = gaudi_training_kwargs(kwargs, settings, gaudi_config_name=name,
+                                       strategies=supported_strategies(GaudiTrainingArguments))
+        gaudi_config = GaudiConfig.from_pretrained(name)
+        for key, value in gaudi_config_overrides(settings.precision).items():
+            setattr(gaudi_config, key, value)
+        # GaudiTrainer resets args.bf16 once it owns autocast: the Gaudi config says what really ran
+        precision = "bf16" if kwargs["bf16"] or gaudi_config.use_torch_autocast else "fp32"
+        return TrainingRecipe(GaudiTrainingArguments, kwargs, GaudiTrainer, {"gaudi_config": gaudi_config},
+                              {"gaudi_config": gaudi_config.to_dict()}, precision, kwargs.get("ddp_backend"))
+
+    def launch_command(self, device: DeviceInfo, module_argv: list[str]) -> list[str]:
+        cores, per_socket = physical_core_layout()
+        lazy = {"PT_HPU_LAZY_MODE": os.environ.get("PT_HPU_LAZY_MODE", "1")}
+        env = lazy if device.training_path == OPTIMUM_PATH else {}
+        return mpirun_command(device.count, module_argv, physical_cores=cores, cores_per_socket=per_socket, env=env)
+
+    def peak_memory_gb(self) -> float | None:
+        import habana_frameworks.torch.hpu as hthpu
+
+        return round(hthpu.max_memory_allocated() / 2**30, 3)
+
+    def device_decode_loader(self, request: DecodeRequest):
+        """Habana media pipeline; num_workers does not apply (the pipe reads files itself)."""
+        if request.device.kind == "gaudi":
+            raise DeviceDecodeUnavailable("the Habana media pipeline does not support first-generation Gaudi")
+        from .media_pipe import build_media_pipe_loader
+
+        return build_media_pipe_loader(request)
+
+    def device_samplers(self, device: DeviceInfo) -> list:
+        from .telemetry import HlmlSampler, HlSmiSampler
+
+        reasons = []
+        for sampler_class in (HlmlSampler, HlSmiSampler):
+            try:
+                return [sampler_class(device.count)]
+            except Exception as exc:  # noqa: BLE001 - telemetry fails soft
+                reasons.append(f"{sampler_class.__name__}: {type(exc).__name__}: {exc}")
+        logger.warning("HPU telemetry off: %s", "; ".join(reasons))
+        return []

@@ -1,0 +1,121 @@
+"""What Gaudi hardware and software is here: device facts from HLML, hl-smi or PyTorch; the training path."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+
+from ...errors import AcceleratorUnavailable
+from ..detection import allowed_here, module_present, package_version
+from .arguments import PATH_ENV, choose_gaudi_path
+
+# Board names as HLML/hl-smi print them (HL-225 = Gaudi2; HL-325/328/338 = Gaudi3 OAM/PCIe/UBB)
+HL_BOARD = re.compile(r"hl-?(\d)(\d)\d")
+
+
+@dataclass(frozen=True)
+class GaudiProbe:
+    name: str
+    count: int
+    memory_gb: float | None
+    driver: str | None
+    source: str  # hlml, hl-smi, habana_frameworks
+
+
+def installed_gaudi_path() -> str:
+    """Which training path this Python environment supports (raises on a broken combination)."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    requirement = None
+    optimum_version = package_version("optimum-habana")
+    for line in (importlib.metadata.requires("optimum-habana") or []) if optimum_version else []:
+        parsed = Requirement(line)
+        if parsed.name == "transformers" and (parsed.marker is None or parsed.marker.evaluate()):
+            requirement = str(parsed.specifier) or None
+    return choose_gaudi_path(optimum_version, requirement, package_version("transformers") or "0",
+                             os.environ.get(PATH_ENV, "").strip() or None)
+
+
+def gaudi_label(device_name: str) -> str:
+    """'GAUDI2' / 'HL-225' -> gaudi2; 'GAUDI3' / 'HL-325L' -> gaudi3; first generation -> gaudi."""
+    name = device_name.lower()
+    for generation in ("3", "2"):
+        if f"gaudi{generation}" in name or f"gaudi {generation}" in name:
+            return f"gaudi{generation}"
+    board = HL_BOARD.search(name)
+    if board and board.group(1) == "3":
+        return "gaudi3"
+    if board and board.group(1) == "2" and board.group(2) != "0":  # HL-20x is first generation
+        return "gaudi2"
+    return "gaudi"
+
+
+def probe_gaudi(requested: str) -> GaudiProbe:
+    """Detect Gaudi devices; raise AcceleratorUnavailable with a one-line reason when none."""
+    if not module_present("habana_frameworks"):
+        raise AcceleratorUnavailable(
+            f"accel: {requested} requested but no Gaudi device is present (habana_frameworks not "
+            f"importable); allowed here: {allowed_here()}"
+        )
+    errors = []
+    for probe in (_probe_hlml, _probe_hl_smi, _probe_torch):
+        try:
+            found = probe()
+        except Exception as exc:  # noqa: BLE001 - try the next source, report all if none works
+            errors.append(f"{probe.__name__[7:]}: {type(exc).__name__}: {exc}")
+            continue
+        if found is not None and found.count > 0:
+            return found
+    raise AcceleratorUnavailable(
+        f"accel: {requested} requested but no Gaudi device is present ({'; '.join(errors) or 'none listed'}); "
+        f"allowed here: {allowed_here()}"
+    )
+
+
+def _probe_hlml() -> GaudiProbe | None:
+    if not module_present("pyhlml"):
+        return None
+    import pyhlml
+
+    pyhlml.hlmlInit()
+    try:
+        count = pyhlml.hlmlDeviceGetCount()
+        if count == 0:
+            return GaudiProbe("", 0, None, None, "hlml")
+        handle = pyhlml.hlmlDeviceGetHandleByIndex(0)
+        name = pyhlml.hlmlDeviceGetName(handle)
+        memory = pyhlml.hlmlDeviceGetMemoryInfo(handle).total / 2**30
+        driver = getattr(pyhlml, "hlmlGetDriverVersion", lambda: None)()
+    finally:
+        pyhlml.hlmlShutdown()
+    return GaudiProbe(_text(name), count, round(memory, 1), _text(driver) or None, "hlml")
+
+
+def _probe_hl_smi() -> GaudiProbe | None:
+    if shutil.which("hl-smi") is None:
+        return None
+    from .telemetry import run_hl_smi
+
+    rows = [[p.strip() for p in line.split(",")] for line in run_hl_smi("name,memory.total,driver_version").splitlines()
+            if line.strip()]
+    if not rows:
+        return GaudiProbe("", 0, None, None, "hl-smi")
+    name, memory_mb, driver = rows[0][:3]
+    memory = float(memory_mb.split()[0]) / 1024 if memory_mb.split() else None
+    return GaudiProbe(name, len(rows), round(memory, 1) if memory else None, driver or None, "hl-smi")
+
+
+def _probe_torch() -> GaudiProbe | None:
+    import habana_frameworks.torch.hpu as hthpu
+
+    if not hthpu.is_available():
+        return GaudiProbe("", 0, None, None, "habana_frameworks")
+    return GaudiProbe(hthpu.get_device_name(), hthpu.device_count(), None, None, "habana_frameworks")
+
+
+def _text(value) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value or "")

@@ -1,0 +1,153 @@
+"""Gaudi device decode on habana_frameworks.mediapipe (PyPI habana-media-loader).
+
+Graph: external reader (file paths + token ids) -> ImageDecoder on the HPU (center crop + bicubic
+resize to image_size) -> CropMirrorNorm ((x - mean*255) * 1/(std*255)). Modelled on optimum-habana's
+examples/contrastive-image-text/clip_media_pipe.py; any start-up failure is reported, never hidden.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+
+import numpy as np
+
+from ...contract import MEDIAPIPE_LOADER
+from ...data.device_decode.batch_plan import RankBatchPlan
+from ...data.device_decode.sources import find_image_column, plain_dataset, read_bytes, require_jpeg, source_path
+from ...errors import DeviceDecodeUnavailable
+from ..base import DecodeRequest, DeviceLoader
+
+_pipe_ids = itertools.count()
+
+
+@functools.lru_cache(maxsize=1)
+def media_pipe_classes():
+    """(reader impl class, pipe class, pytorch iterator class), defined once the vendor module loads."""
+    from habana_frameworks.mediapipe import fn
+    from habana_frameworks.mediapipe.media_types import dtype, ftype, imgtype, randomCropType, readerOutType
+    from habana_frameworks.mediapipe.mediapipe import MediaPipe
+    from habana_frameworks.mediapipe.operators.reader_nodes.reader_nodes import (
+        media_ext_reader_op_impl,
+        media_ext_reader_op_tensor_info,
+    )
+    from habana_frameworks.mediapipe.plugins.iterator_pytorch import HPUGenericPytorchIterator
+
+    class PathsAndTokensReader(media_ext_reader_op_impl):
+        """Yields (file paths, input_ids, attention_mask) for this rank's next batch."""
+
+        def __init__(self, params, fw_params):
+            source = params["priv_params"]
+            self.paths, self.input_ids, self.masks = source["paths"], source["input_ids"], source["masks"]
+            self.plan, self.largest = source["plan"], source["largest"]
+            self.batch_size, self.batches = fw_params.batch_size, None
+
+        def __iter__(self):
+            self.batches = iter(self.plan)
+            return self
+
+        def __next__(self):
+            indices = next(self.batches)
+            return (np.array([self.paths[i] for i in indices]), self.input_ids[indices], self.masks[indices])
+
+        def __len__(self):
+            return len(self.plan)
+
+        def gen_output_info(self):
+            text_shape = np.array([self.input_ids.shape[1], self.batch_size], dtype=np.uint32)  # reversed dims
+            return [media_ext_reader_op_tensor_info(dtype.NDT, np.array([self.batch_size], dtype=np.uint32), ""),
+                    media_ext_reader_op_tensor_info(dtype.UINT32, text_shape, ""),
+                    media_ext_reader_op_tensor_info(dtype.UINT32, text_shape, "")]
+
+        def get_largest_file(self):
+            return self.largest
+
+        def get_media_output_type(self):
+            return readerOutType.FILE_LIST
+
+    class BridgeTowerMediaPipe(MediaPipe):
+        def __init__(self, source: dict, batch_size: int, image_size: int, mean, std, queue_depth: int = 3):
+            super().__init__(device="legacy", prefetch_depth=queue_depth, batch_size=batch_size,
+                             pipe_name=f"BridgeTowerMediaPipe:{next(_pipe_ids)}")
+            self.reader = fn.MediaExtReaderOp(impl=PathsAndTokensReader, num_outputs=3, priv_params=source)
+            self.decode = fn.ImageDecoder(device="hpu", output_format=imgtype.RGB_P,
+                                          random_crop_type=randomCropType.CENTER_CROP,
+                                          resize=[image_size, image_size], resampling_mode=ftype.BICUBIC)
+            mean_255, inv_std_255 = media_norm_constants(mean, std)
+            self.mean = fn.MediaConst(data=mean_255, shape=[1, 1, 3], dtype=dtype.FLOAT32)()
+            self.inv_std = fn.MediaConst(data=inv_std_255, shape=[1, 1, 3], dtype=dtype.FLOAT32)()
+            self.normalize = fn.CropMirrorNorm(crop_w=image_size, crop_h=image_size, crop_pos_x=0.5,
+                                               crop_pos_y=0.5, crop_d=0, dtype=dtype.FLOAT32)
+
+        def definegraph(self):
+            files, input_ids, masks = self.reader()
+            return self.normalize(self.decode(files), self.mean, self.inv_std), input_ids, masks
+
+    return PathsAndTokensReader, BridgeTowerMediaPipe, HPUGenericPytorchIterator
+
+
+def media_norm_constants(mean, std) -> tuple[np.ndarray, np.ndarray]:
+    """CropMirrorNorm computes (x - mean) * std on 0..255 pixels: pass mean*255 and 1/(std*255)."""
+    mean = np.asarray(mean, dtype=np.float32)
+    std = np.asarray(std, dtype=np.float32)
+    return mean * 255, 1 / (std * 255)
+
+
+class MediaPipeBatches:
+    """Model-ready batches from the pipe's iterator; `set_epoch` reshuffles the reader's plan."""
+
+    def __init__(self, iterator, plan: RankBatchPlan):
+        self.iterator, self.plan, self.batch_size = iterator, plan, plan.batch_size
+
+    def __len__(self) -> int:
+        return len(self.plan)
+
+    def set_epoch(self, epoch: int) -> None:
+        self.plan.set_epoch(epoch)
+
+    def __iter__(self):
+        for pixel_values, input_ids, attention_mask in self.iterator:
+            yield {"pixel_values": pixel_values, "input_ids": input_ids.long(),
+                   "attention_mask": attention_mask.long(), "return_loss": True}
+
+
+def reader_source(dataset, plan: RankBatchPlan) -> dict:
+    """Paths and token arrays the reader serves; DeviceDecodeUnavailable if images are not JPEG files."""
+    column = find_image_column(dataset)
+    values = dataset[column]
+    paths = [source_path(value) for value in values]
+    missing = next((i for i, path in enumerate(paths) if path is None), None)
+    if missing is not None:
+        raise DeviceDecodeUnavailable(
+            f"the media pipeline reads image files, but row {missing} of column '{column}' has no readable "
+            "local path (in-memory bytes or a remote file)"
+        )
+    require_jpeg(read_bytes(paths[0])[:4], f"'{paths[0]}'", "the Habana media pipeline")
+    return {"paths": paths, "plan": plan, "largest": max(paths, key=os.path.getsize),
+            "input_ids": np.asarray(dataset["input_ids"], dtype=np.uint32),
+            "masks": np.asarray(dataset["attention_mask"], dtype=np.uint32)}
+
+
+def build_media_pipe_loader(request: DecodeRequest) -> DeviceLoader:
+    """The Habana media-pipeline train loader; raises DeviceDecodeUnavailable with the reason."""
+    try:
+        _, pipe_class, iterator_class = media_pipe_classes()
+    except ImportError as exc:
+        raise DeviceDecodeUnavailable(
+            f"habana_frameworks.mediapipe is not importable ({exc}); install habana-media-loader"
+        ) from None
+    dataset = plain_dataset(request.dataset)
+    if len(dataset) == 0:
+        raise DeviceDecodeUnavailable("the training split is empty")
+    # the pipe emits fixed-size batches, so the last one is padded by wrapping (as upstream's sampler)
+    plan = RankBatchPlan(len(dataset), request.batch_size, seed=request.seed, rank=request.rank,
+                         world_size=request.world_size, pad_last_batch=True)
+    source = reader_source(dataset, plan)
+    image = request.image
+    try:
+        pipe = pipe_class(source, request.batch_size, image.size, image.mean, image.std)
+        iterator = iterator_class(mediapipe=pipe)
+    except Exception as exc:  # noqa: BLE001 - any start-up failure becomes the reported reason
+        raise DeviceDecodeUnavailable(f"the Habana media pipeline failed to start: {type(exc).__name__}: {exc}") from None
+    return DeviceLoader(name=MEDIAPIPE_LOADER, loader=MediaPipeBatches(iterator, plan), length=len(plan))

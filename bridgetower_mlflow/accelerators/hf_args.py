@@ -1,0 +1,33 @@
+"""The user's extra TrainingArguments flags (`hf_args`), parsed against the adapter's arguments class."""
+
+from __future__ import annotations
+
+from ..errors import ConfigError
+
+
+def hf_args_overrides(args_class: type, hf_args: tuple) -> dict:
+    """Typed values for the flags the user passed in hf_args; ConfigError on unknown or bad ones."""
+    if not hf_args:
+        return {}
+    from transformers import HfArgumentParser
+
+    parser = HfArgumentParser(args_class)
+
+    def fail(message):
+        raise ConfigError("hf_args", " ".join(hf_args), f"allowed: {args_class.__name__} flags ({message})")
+
+    parser.error = fail
+    namespace, unknown = parser.parse_known_args(["--output_dir", "unused", *hf_args])
+    if unknown:
+        fail(f"unknown flag {unknown[0]}")
+    given = {a.split("=", 1)[0] for a in hf_args if a.startswith("--")}
+    overrides = {}
+    for action in parser._actions:
+        if given.intersection(action.option_strings) and action.dest != "output_dir":
+            overrides[action.dest] = getattr(namespace, action.dest)
+    return overrides
+
+
+def merged_kwargs(args_class: type, settings) -> dict:
+    """The shared TrainingArguments kwargs with the user's hf_args on top."""
+    return {**settings.training_kwargs, **hf_args_overrides(args_class, settings.hf_args)}

@@ -1,0 +1,68 @@
+"""What every command shares: the one error path, dual-spelled options, true/false options."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+
+import click
+
+from .errors import BridgeTowerMlflowError
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+def mark_project_run_failed(message: str) -> None:
+    """A run `mlflow run` created must not stay RUNNING when a command fails before its own session."""
+    run_id = os.environ.get("MLFLOW_RUN_ID")
+    if not run_id or os.environ.get("RANK", "0") != "0":
+        return
+    try:
+        from mlflow.tracking import MlflowClient
+
+        from .tracking.params import redact_text
+
+        client = MlflowClient()
+        if client.get_run(run_id).info.status == "RUNNING":
+            client.set_tag(run_id, "error", redact_text(message)[:500])
+            client.set_terminated(run_id, "FAILED")
+    except Exception:  # noqa: BLE001 - the tracking server may be the problem; mlflow run marks it too
+        pass
+
+
+def reports_errors(command):
+    """Project errors become `error: <one line>` on stderr and the error's exit status."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except BridgeTowerMlflowError as exc:
+            message = str(exc).splitlines()[0]
+            mark_project_run_failed(message)
+            click.echo(f"error: {message}", err=True)
+            sys.exit(exc.exit_code)
+
+    return wrapper
+
+
+def dual_option(name: str, *extra_names: str, **kwargs):
+    """`--a-b` and `--a_b` both work (`mlflow run` appends extra parameters as `--a_b value`)."""
+    dashed = name.replace("_", "-")
+    names = [f"--{dashed}"] + ([f"--{name}"] if dashed != name else []) + list(extra_names)
+    return click.option(*names, name, **kwargs)
+
+
+def bool_option(name: str, help_text: str, default: str = "false"):
+    """A flag that also takes a value, so MLproject can pass `--dry-run false`."""
+    return dual_option(name, is_flag=False, flag_value="true", default=default, show_default=True,
+                       metavar="[true|false]", help=help_text)
+
+
+def setup_logging() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("bridgetower_mlflow").setLevel(logging.INFO)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")

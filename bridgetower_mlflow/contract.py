@@ -1,0 +1,102 @@
+"""The run contract: every name `train` writes and `compare`/`promote`/`sweep` read. Stdlib only.
+
+A writer and its readers import the same constant, so a rename cannot split them.
+"""
+
+from __future__ import annotations
+
+# --- run kinds (tag RUN_KIND_TAG) ----------------------------------------------------------------
+RUN_KIND_TAG = "bridgetower.run_kind"
+RUN_KIND_TRAIN, RUN_KIND_SWEEP, RUN_KIND_COMPARE = "train", "sweep", "compare"
+
+# --- MLflow's own tags ---------------------------------------------------------------------------
+PARENT_RUN_TAG = "mlflow.parentRunId"
+RUN_NAME_TAG = "mlflow.runName"
+NOTE_TAG = "mlflow.note.content"
+
+# --- what ran: tags train writes -----------------------------------------------------------------
+ACCELERATOR_TAG = "accelerator"
+DEVICE_NAME_TAG = "accelerator.device_name"
+DEVICE_COUNT_TAG = "accelerator.count"
+DEVICE_MEMORY_TAG = "accelerator.memory_gb"
+DRIVER_TAG = "accelerator.driver"
+SOFTWARE_TAG_PREFIX = "software."
+HOST_CPU_MODEL_TAG = "host.cpu_model"
+HOST_CPU_COUNT_TAG = "host.cpu_count"
+HOST_NAME_TAG = "host.name"
+DATA_LOADER_TAG = "data_loader"
+FALLBACK_REASON_TAG = "data_loader.fallback_reason"
+DECODE_TAG = "decode"
+INPUT_BOUND_TAG = "input_bound"
+PRECISION_TAG = "precision"
+WARMUP_TAG = "throughput.warmup_steps"
+THROUGHPUT_NOTE_TAG = "throughput.note"
+DATASET_TAG = "dataset"
+DATASET_FINGERPRINT_TAG = "dataset.fingerprint"
+EVAL_FINGERPRINT_TAG = "dataset.eval_fingerprint"
+MODEL_PRESET_TAG = "model_preset"
+RESUMED_TAG = "resumed"
+ERROR_TAG = "error"
+MODEL_URI_TAG = "model_uri"
+REGISTERED_MODEL_TAG = "registered_model"
+
+# --- data loaders (tag DATA_LOADER_TAG: what actually ran) and decode classes (tag DECODE_TAG) ---
+CPU_LOADER = "torch-cpu"
+MEDIAPIPE_LOADER = "habana-mediapipe"
+NVJPEG_LOADER = "nvjpeg"
+DEVICE_LOADERS = (MEDIAPIPE_LOADER, NVJPEG_LOADER)
+DECODE_CPU, DECODE_DEVICE, DECODE_CPU_FALLBACK = "cpu", "device", "cpu-fallback"
+DECODE_CLASSES = (DECODE_CPU, DECODE_CPU_FALLBACK, DECODE_DEVICE)
+
+
+def decode_class(data_loader: str, device_decode_asked: bool) -> str:
+    """Where JPEGs were decoded, from the loader that actually ran (train writes it as DECODE_TAG)."""
+    if data_loader in DEVICE_LOADERS:
+        return DECODE_DEVICE
+    return DECODE_CPU_FALLBACK if device_decode_asked else DECODE_CPU
+
+
+# --- input-bound bands (TensorFlow's input-pipeline analyzer) ---------------------------------------
+INPUT_BOUND_BANDS = ((0.05, "no"), (0.20, "moderate"))
+INPUT_BOUND_HIGH = "high"
+
+
+def input_bound_label(wait_fraction: float) -> str:
+    """<5 % no, 5-20 % moderate, >=20 % high."""
+    for limit, label in INPUT_BOUND_BANDS:
+        if wait_fraction < limit:
+            return label
+    return INPUT_BOUND_HIGH
+
+
+# --- metrics -------------------------------------------------------------------------------------
+THROUGHPUT_METRIC = "train_samples_per_second"
+THROUGHPUT_PER_DEVICE_METRIC = "train_samples_per_second_per_device"
+STEADY_SECONDS_METRIC = "train_steady_state_seconds"
+MEASURED_STEPS_METRIC = "train_measured_steps"
+RUNTIME_METRIC = "train_runtime"
+TRAIN_LOSS_METRIC = "train_loss"
+WAIT_METRIC = "dataloader_wait_fraction"
+WAIT_ALL_STEPS_METRIC = "dataloader_wait_fraction_all_steps"
+PEAK_MEMORY_METRIC = "device_peak_memory_gb"
+EVAL_METRICS = ("eval_loss", "eval_recall_at_1", "eval_recall_at_5", "eval_runtime", "eval_samples_per_second")
+CAPTION_MATCH_METRIC = "eval_caption_match_accuracy"
+STEP_THROUGHPUT_METRIC = "step_samples_per_second"
+STEP_WAIT_METRIC = "step_dataloader_wait_fraction"
+LOGGED_TRAINER_KEYS = ("loss", "grad_norm", "learning_rate")
+SYSTEM_PREFIX = "system/"
+
+# --- params --------------------------------------------------------------------------------------
+PARAMS_FILE = "params_full.json"
+
+# --- MLflow's limits (mlflow/utils/validation.py) ----------------------------------------------
+MAX_PARAM_VALUE = 6000
+MAX_KEY = 250
+MAX_TAG_VALUE = 8000
+NOTE_LIMIT = 7900  # a tag value, with room for a truncation notice
+PARAMS_PER_BATCH = 100
+METRICS_PER_BATCH = 900  # MLflow allows 1000 per log_batch
+
+# --- spellings users type in MLproject -P values -------------------------------------------------
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off", "")

@@ -1,0 +1,130 @@
+"""After training: save the checkpoint, log the pyfunc model (with only the code serving needs), register it."""
+
+from __future__ import annotations
+
+import base64
+import io
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from ..contract import (
+    DATA_LOADER_TAG,
+    DATASET_FINGERPRINT_TAG,
+    DATASET_TAG,
+    EVAL_FINGERPRINT_TAG,
+    MODEL_PRESET_TAG,
+    MODEL_URI_TAG,
+    REGISTERED_MODEL_TAG,
+    THROUGHPUT_METRIC,
+)
+from .checkpoint import save_checkpoint
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+# What a served model imports of this package; nothing else travels with it.
+SERVING_MODULES = ("__init__.py", "model/__init__.py", "model/checkpoint.py", "model/pyfunc.py",
+                   "model/scoring.py", "data/__init__.py", "data/image_transform.py")
+VERSION_METRICS = (THROUGHPUT_METRIC, "eval_loss", "eval_recall_at_1", "eval_recall_at_5",
+                   "eval_caption_match_accuracy")
+
+
+def signature_and_example():
+    """The pyfunc's input/output schema and a one-row example (a drawn JPEG as base64)."""
+    import pandas as pd
+    from mlflow.models import ModelSignature
+    from mlflow.types.schema import AnyType, Array, ColSpec, Schema
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (96, 80), "white")
+    ImageDraw.Draw(image).ellipse((20, 10, 70, 60), outline="black", width=3)
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG")
+    example = pd.DataFrame([{
+        "image": base64.b64encode(buffer.getvalue()).decode(),
+        "caption": "A cartoon of a sun in the middle.",
+        "caption_choices": ["I told you the sun would follow us home.", "We said no boat on weekends."],
+    }])
+    inputs = Schema([ColSpec(AnyType(), "image"), ColSpec("string", "caption", required=False),
+                     ColSpec(Array("string"), "caption_choices", required=False)])
+    outputs = Schema([ColSpec("double", "score"), ColSpec("long", "best_choice"),
+                      ColSpec(Array("double"), "choice_scores")])
+    return ModelSignature(inputs=inputs, outputs=outputs), example
+
+
+def serving_package(folder: Path) -> Path:
+    """A copy of the package holding only SERVING_MODULES, for the model's code_paths."""
+    root = Path(folder) / PACKAGE_DIR.name
+    for name in SERVING_MODULES:
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(PACKAGE_DIR / name, target)
+    return root
+
+
+def requirements() -> list[str]:
+    from importlib import metadata
+
+    pins = []
+    for dist in ("torch", "transformers", "tokenizers", "pillow", "numpy", "pandas", "mlflow"):
+        try:
+            pins.append(f"{dist}=={metadata.version(dist).split('+')[0]}")
+        except metadata.PackageNotFoundError:
+            pins.append(dist)
+    return pins
+
+
+def log_pyfunc_model(checkpoint: Path, step: int):
+    """Log the pyfunc on the active run; returns ModelInfo (model_uri models:/m-...)."""
+    import mlflow
+
+    from .pyfunc import BridgeTowerPyfunc
+
+    signature, example = signature_and_example()
+    with tempfile.TemporaryDirectory(prefix="bridgetower-serving-") as scratch:
+        return mlflow.pyfunc.log_model(
+            name="model", python_model=BridgeTowerPyfunc(), artifacts={"checkpoint": str(checkpoint)},
+            code_paths=[str(serving_package(Path(scratch)))], signature=signature, input_example=example,
+            pip_requirements=requirements(), step=step,
+        )
+
+
+def register_version(client, model_info, name: str, tags: dict[str, str], description: str):
+    """Create a registered-model version of a logged model and tag it."""
+    import mlflow
+
+    version = mlflow.register_model(model_info.model_uri, name, tags=tags)
+    client.update_model_version(name, version.version, description=description)
+    return version
+
+
+def version_tags(config, prepared, metrics: dict, run_id: str) -> dict[str, str]:
+    device = prepared.device
+    tags = {"accelerator": device.kind, "accelerator.device_name": device.device_name,
+            "accelerator.count": str(device.count), "run_id": run_id, DATASET_TAG: config.dataset,
+            DATASET_FINGERPRINT_TAG: prepared.data.fingerprint,
+            EVAL_FINGERPRINT_TAG: prepared.data.eval_fingerprint, MODEL_PRESET_TAG: config.model,
+            DATA_LOADER_TAG: prepared.data_loader}
+    tags.update({k: f"{metrics[k]:.6g}" for k in VERSION_METRICS if metrics.get(k) is not None})
+    return tags
+
+
+def publish_model(config, prepared, session, trainer, metrics: dict) -> str | None:
+    """Save, log and (with register_as) register; returns the registered version number or None."""
+    from mlflow.tracking import MlflowClient
+
+    from ..tracking.params import redact_text
+
+    folder = Path(prepared.args.output_dir) / "final-model"
+    save_checkpoint(replace(prepared.loaded, model=trainer.model), folder, config.max_seq_length)
+    info = log_pyfunc_model(folder, trainer.state.global_step)
+    session.set_tags({MODEL_URI_TAG: info.model_uri})
+    if not config.register_as:
+        return None
+    tags = version_tags(config, prepared, metrics, session.run_id)
+    device = prepared.device
+    description = redact_text(f"{device.kind} x{device.count}, model {config.model}, run {session.run_id}: "
+                              f"{metrics.get(THROUGHPUT_METRIC, 0):.1f} samples/s")
+    version = register_version(MlflowClient(), info, config.register_as, tags, description)
+    session.set_tags({REGISTERED_MODEL_TAG: f"{config.register_as}/{version.version}"})
+    return str(version.version)

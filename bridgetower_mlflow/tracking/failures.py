@@ -1,0 +1,47 @@
+"""The one place where MLflow errors become one-line, secret-free TrackingErrors."""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import TrackingError
+from .params import redact_text
+
+DENIED_CODES = {"PERMISSION_DENIED", "UNAUTHENTICATED"}
+
+
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """The exception's first line (or its type), redacted and shortened."""
+    return redact_text((str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit])
+
+
+def tracking_uri() -> str:
+    import mlflow
+
+    return redact_text(mlflow.get_tracking_uri())
+
+
+def tracking_error(action: str, exc: Exception) -> TrackingError:
+    """A failed tracking call: permission and login problems say who may do it."""
+    first = first_line(exc)
+    uri = tracking_uri()
+    user = os.environ.get("MLFLOW_TRACKING_USERNAME") or "the configured user"
+    if "403" in first or "PERMISSION_DENIED" in first:
+        return TrackingError(f"tracking: permission denied to {action} at {uri} for {user}; allowed: a user with "
+                             "EDIT permission on the experiment")
+    if "401" in first or "UNAUTHENTICATED" in first:
+        return TrackingError(f"tracking: not authenticated to {action} at {uri}; allowed: credentials in "
+                             "MLFLOW_TRACKING_USERNAME/MLFLOW_TRACKING_PASSWORD, MLFLOW_TRACKING_TOKEN or "
+                             "~/.mlflow/credentials")
+    return TrackingError(f"tracking: cannot {action} at {uri}: {first}")
+
+
+def registry_failure(exc, model_name: str) -> TrackingError:
+    """A failed registry call as one line: permission problems name who may do it."""
+    code = getattr(exc, "error_code", "")
+    first = first_line(exc)
+    if code in DENIED_CODES:
+        return TrackingError(f"model-name: no permission to change registered model {model_name!r} ({code}: {first}); "
+                             "allowed: a user with EDIT or MANAGE permission on it (MLFLOW_TRACKING_USERNAME)")
+    return TrackingError(f"model-name: the registry refused the request for {model_name!r} "
+                         f"({code or 'error'}: {first}); allowed: a reachable tracking server (MLFLOW_TRACKING_URI)")

@@ -1,0 +1,77 @@
+"""Everything checked before a run is started (configuration fails fast): model, data, recipe, loader."""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+from ..accelerators.base import DecodeRequest
+from ..contract import CPU_LOADER
+from ..errors import ConfigError, DeviceDecodeUnavailable
+from .arguments import recipe_settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Prepared:
+    """The run's parts, ready to train: adapter and device, model, data, recipe and its arguments."""
+
+    adapter: object
+    device: object  # accelerators.base.DeviceInfo
+    loaded: object  # modeling.LoadedModel
+    data: object  # data.loading.PreparedData
+    recipe: object  # accelerators.base.TrainingRecipe
+    args: object  # the recipe's TrainingArguments
+    device_loader: object = None  # accelerators.base.DeviceLoader when decoding on the device
+    data_loader: str = CPU_LOADER
+    fallback_reason: str | None = None
+    total_steps: int = 0
+
+
+def prepare(config, adapter, device, ranks) -> Prepared:
+    """Load the model and data and build the recipe; raises ConfigError/DataError before any run exists."""
+    from ..data.loading import prepare_data
+    from ..modeling import load_model
+
+    loaded = load_model(config.model, config.max_seq_length, config.seed)
+    data = prepare_data(config, loaded.tokenizer, loaded.image.size)
+    recipe = adapter.recipe(device, recipe_settings(config, ranks.job_size(config.devices)))
+    prepared = Prepared(adapter, device, loaded, data, recipe, recipe.build_arguments())
+    if config.device_decode:
+        _attach_device_loader(config, prepared, ranks)
+    prepared.total_steps = total_steps(config, prepared.args, len(data.train), ranks.world_size)
+    if config.throughput_warmup_steps >= prepared.total_steps:
+        raise ConfigError("throughput_warmup_steps", config.throughput_warmup_steps,
+                          f"allowed: fewer than the run's {prepared.total_steps} training steps "
+                          "(raise max_steps or epochs)")
+    return prepared
+
+
+def _attach_device_loader(config, prepared: Prepared, ranks) -> None:
+    request = DecodeRequest(
+        dataset=prepared.data.train, batch_size=prepared.args.per_device_train_batch_size, seed=config.seed,
+        image=prepared.loaded.image, num_workers=config.dataloader_num_workers, device=prepared.device,
+        rank=ranks.rank, world_size=ranks.world_size, local_rank=ranks.local_rank,
+        drop_last=prepared.args.dataloader_drop_last)
+    try:
+        prepared.device_loader = prepared.adapter.device_decode_loader(request)
+        prepared.data_loader = prepared.device_loader.name
+    except DeviceDecodeUnavailable as exc:
+        if not config.allow_loader_fallback:
+            raise ConfigError("device_decode", "true", f"{exc}; set allow_loader_fallback=true to train "
+                              "with the CPU loader instead") from None
+        log.warning("device decode unavailable (%s): falling back to the CPU loader", exc)
+        prepared.fallback_reason = str(exc)
+
+
+def total_steps(config, args, rows: int, world_size: int) -> int:
+    """Optimizer steps the run will take (max_steps, or epochs of full global batches)."""
+    if config.max_steps > 0:
+        return config.max_steps
+    per_step = args.per_device_train_batch_size * world_size * args.gradient_accumulation_steps
+    if rows < per_step:
+        raise ConfigError("per_device_train_batch_size", args.per_device_train_batch_size,
+                          f"allowed: at most {rows // max(1, world_size)} (the training split has {rows} rows)")
+    return int(math.ceil((rows // per_step) * config.num_train_epochs))

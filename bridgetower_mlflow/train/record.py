@@ -1,0 +1,113 @@
+"""What a train run says about itself: name, tags, params and the description shown in the UI."""
+
+from __future__ import annotations
+
+from ..contract import (
+    ACCELERATOR_TAG,
+    DATA_LOADER_TAG,
+    DATASET_FINGERPRINT_TAG,
+    DATASET_TAG,
+    DECODE_TAG,
+    DEVICE_COUNT_TAG,
+    DEVICE_MEMORY_TAG,
+    DEVICE_NAME_TAG,
+    DRIVER_TAG,
+    EVAL_FINGERPRINT_TAG,
+    FALLBACK_REASON_TAG,
+    MODEL_PRESET_TAG,
+    PRECISION_TAG,
+    RESUMED_TAG,
+    RUN_KIND_TAG,
+    RUN_KIND_TRAIN,
+    SOFTWARE_TAG_PREFIX,
+    WARMUP_TAG,
+    decode_class,
+)
+
+
+def run_name(config, device_kind: str | None = None) -> str:
+    decode = "device" if config.device_decode else "cpu"
+    devices = f" x{config.devices}" if config.devices > 1 else ""
+    return config.run_name or (f"{device_kind or config.accel}{devices} {config.model} "
+                               f"w{config.dataloader_num_workers} decode={decode}")
+
+
+def device_tags(device) -> dict[str, str]:
+    """The `accelerator.*` and vendor `software.*` tags of what detection found."""
+    tags = {
+        ACCELERATOR_TAG: device.kind,
+        DEVICE_NAME_TAG: device.device_name,
+        DEVICE_COUNT_TAG: str(device.count),
+        DEVICE_MEMORY_TAG: "" if device.memory_gb is None else f"{device.memory_gb:g}",
+        DRIVER_TAG: device.driver or "none",
+        **{SOFTWARE_TAG_PREFIX + k: str(v) for k, v in device.software.items()},
+        **{k: str(v) for k, v in device.extra_tags.items()},
+    }
+    return {k: v for k, v in tags.items() if v != ""}
+
+
+def start_tags(config, prepared) -> dict:
+    """Tags known before training starts: what ran, on what data, with which loader."""
+    tags = {
+        **device_tags(prepared.device),
+        RUN_KIND_TAG: RUN_KIND_TRAIN,
+        DATA_LOADER_TAG: prepared.data_loader,
+        DECODE_TAG: decode_class(prepared.data_loader, config.device_decode),
+        PRECISION_TAG: prepared.recipe.precision,
+        WARMUP_TAG: str(config.throughput_warmup_steps),
+        DATASET_TAG: config.dataset,
+        DATASET_FINGERPRINT_TAG: prepared.data.fingerprint,
+        EVAL_FINGERPRINT_TAG: prepared.data.eval_fingerprint,
+        MODEL_PRESET_TAG: config.model,
+    }
+    if prepared.fallback_reason:
+        tags[FALLBACK_REASON_TAG] = prepared.fallback_reason
+    if config.resume:
+        tags[RESUMED_TAG] = "true"
+    return tags
+
+
+def train_params(config, prepared, parameter_count: int) -> dict:
+    """Every hyperparameter that shaped the run: asked-for settings, TrainingArguments, model, data, vendor."""
+    data = prepared.data
+    params = dict(config.to_params())
+    params.update({k: v for k, v in prepared.args.to_dict().items() if k not in params})
+    params["model"] = config.model
+    params["model_config"] = prepared.loaded.model.config.to_dict()
+    params["model_parameters"] = parameter_count
+    params["data"] = {
+        "source": data.source, "train_rows": len(data.train), "validation_rows": len(data.validation),
+        "image_column": data.image_column, "caption_column": data.caption_column,
+        "fingerprint": data.fingerprint, "eval_fingerprint": data.eval_fingerprint,
+    }
+    params.update(prepared.recipe.extra_params)
+    return params
+
+
+def _fmt(value, digits=3) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def describe(config, prepared, metrics: dict, input_bound: str) -> str:
+    """Markdown for the run's note: the conditions first, then the headline numbers."""
+    device = prepared.device
+    decode = {"torch-cpu": "CPU workers"}.get(prepared.data_loader, prepared.data_loader)
+    lines = [
+        f"**{device.kind}** ({device.device_name}) x{device.count} · model `{config.model}` · "
+        f"batch {config.per_device_train_batch_size}/device · {config.dataloader_num_workers} data-loader workers · "
+        f"decode: {decode} · {prepared.recipe.precision}",
+        "",
+        "| metric | value |",
+        "|---|---|",
+        f"| train_samples_per_second (first {config.throughput_warmup_steps} steps excluded) | "
+        f"{_fmt(metrics.get('train_samples_per_second'), 1)} |",
+        f"| per device | {_fmt(metrics.get('train_samples_per_second_per_device'), 1)} |",
+        f"| dataloader_wait_fraction | {_fmt(metrics.get('dataloader_wait_fraction'))} (input bound: {input_bound}) |",
+        f"| train_loss | {_fmt(metrics.get('train_loss'), 4)} |",
+        f"| eval_loss | {_fmt(metrics.get('eval_loss'), 4)} |",
+        f"| eval_recall_at_1 / at_5 | {_fmt(metrics.get('eval_recall_at_1'))} / {_fmt(metrics.get('eval_recall_at_5'))} |",
+        f"| eval_caption_match_accuracy | {_fmt(metrics.get('eval_caption_match_accuracy'))} |",
+    ]
+    return "\n".join(lines)

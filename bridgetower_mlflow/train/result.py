@@ -1,0 +1,13 @@
+"""What `train` returns: the run, its final metrics, the registered version, metrics left in a spill file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class TrainResult:
+    run_id: str | None
+    metrics: dict = field(default_factory=dict)
+    model_version: str | None = None
+    spill_left: int = 0

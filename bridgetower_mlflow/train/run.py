@@ -1,0 +1,149 @@
+"""The tracked part of `train`: start the run, fit, measure, evaluate, log the model, end the run."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from ..config import to_cli_args
+from ..contract import (
+    ERROR_TAG,
+    INPUT_BOUND_TAG,
+    PEAK_MEMORY_METRIC,
+    RUN_KIND_TAG,
+    RUN_KIND_TRAIN,
+    THROUGHPUT_METRIC,
+    THROUGHPUT_NOTE_TAG,
+    WAIT_METRIC,
+    input_bound_label,
+)
+from ..errors import ConfigError, LaunchFailed
+from ..launch.collectives import all_gather_objects, barrier, broadcast_from_main
+from .record import describe, device_tags, run_name, start_tags, train_params
+from .result import TrainResult
+from .resume import checkpoint_to_resume, remember_run, run_to_resume
+
+log = logging.getLogger(__name__)
+FLUSH_TIMEOUT = float(os.environ.get("BRIDGETOWER_FLUSH_TIMEOUT", "120"))
+SAMPLING_INTERVAL = 2.0
+
+
+def start_session(config, prepared):
+    """Rank 0's run: new, resumed (`resume=true`) or the one `mlflow run` / a sweep created."""
+    from ..tracking.context import context_tags
+    from ..tracking.dataset_inputs import log_dataset_inputs
+    from ..tracking.session import RunSession
+
+    resume_id = run_to_resume(config)
+    tags = {**context_tags(), **start_tags(config, prepared)}
+    session = RunSession.start(config.experiment_name, run_name(config, prepared.device.kind), tags, resume_id)
+    remember_run(config.output_dir, session.run_id)
+    log_dataset_inputs(config, prepared.data)
+    return session
+
+
+def fit_and_record(config, prepared, ranks, tracked: bool = True) -> TrainResult:
+    """Train `prepared`; only rank 0 (and only when tracked) talks to MLflow. No run is left RUNNING."""
+    session = start_session(config, prepared) if ranks.is_main and tracked else None
+    try:
+        return _fit(config, prepared, ranks, session)
+    except BaseException as exc:
+        if session is not None:
+            status = "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
+            if isinstance(exc, ConfigError) and session.previous_status:
+                status = session.previous_status  # a refused resume leaves the run as it was
+            else:
+                session.set_tags({ERROR_TAG: str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__})
+            session.finish(status, min(FLUSH_TIMEOUT, 30))
+        raise
+
+
+def _fit(config, prepared, ranks, session) -> TrainResult:
+    from ..modeling import count_parameters
+    from ..tracking.null_sink import NullSink
+    from .evaluate import evaluate
+    from .trainer import build_trainer
+
+    run_id = broadcast_from_main(session.run_id if session else os.environ.get("MLFLOW_RUN_ID"), ranks)
+    prepared.args.output_dir = str(Path(config.output_dir) / (run_id or "run"))
+    trainer, throughput = build_trainer(config, prepared, session.buffer if session else NullSink())
+    if session:
+        session.log_params(train_params(config, prepared, count_parameters(prepared.loaded.model)))
+    monitor = _start_monitor(prepared, session)
+    try:
+        output = trainer.train(resume_from_checkpoint=checkpoint_to_resume(config, prepared.args.output_dir))
+    finally:
+        if monitor:
+            monitor.stop()
+    metrics = _measured(prepared, throughput, output, ranks)
+    metrics.update(evaluate(trainer, prepared, config, ranks.is_main))
+    peak = prepared.adapter.peak_memory_gb()
+    if peak is not None:
+        metrics[PEAK_MEMORY_METRIC] = peak
+    if not session:
+        barrier(ranks)
+        return TrainResult(run_id, metrics)
+    return _record(config, prepared, session, trainer, metrics, ranks)
+
+
+def _measured(prepared, throughput, output, ranks) -> dict:
+    """Steady-state figures of every rank combined, plus what the Trainer itself reported."""
+    from ..telemetry.throughput import combine_ranks
+
+    args = prepared.args
+    per_rank = all_gather_objects(throughput.result(args.per_device_train_batch_size
+                                                    * args.gradient_accumulation_steps), ranks)
+    return {**combine_ranks(per_rank), "train_runtime": output.metrics.get("train_runtime"),
+            "train_loss": output.training_loss,
+            "trainer_reported_samples_per_second": output.metrics.get("train_samples_per_second")}
+
+
+def _start_monitor(prepared, session):
+    if not session:
+        return None
+    from ..telemetry.monitor import SystemMonitor
+    from ..telemetry.samplers.host_cpu import HostCpuSampler
+
+    try:
+        samplers = [HostCpuSampler(), *prepared.adapter.device_samplers(prepared.device)]
+        return SystemMonitor(session.buffer, samplers, SAMPLING_INTERVAL, session.last_steps).start()
+    except Exception as exc:  # noqa: BLE001 - telemetry fails soft
+        log.warning("system metrics disabled: %s", exc)
+        return None
+
+
+def _record(config, prepared, session, trainer, metrics, ranks) -> TrainResult:
+    from ..model.publish import publish_model
+
+    bound = input_bound_label(metrics[WAIT_METRIC])
+    session.buffer.log_metrics({k: float(v) for k, v in metrics.items() if v is not None}, trainer.state.global_step)
+    session.set_tags({INPUT_BOUND_TAG: bound})
+    if THROUGHPUT_METRIC not in metrics:
+        session.set_tags({THROUGHPUT_NOTE_TAG: f"no steady-state throughput: the run (resumed) had no step left "
+                                               f"after the {config.throughput_warmup_steps} warmup steps"})
+    session.set_description(describe(config, prepared, metrics, bound))
+    version = publish_model(config, prepared, session, trainer, metrics) if config.log_model else None
+    barrier(ranks)
+    left = session.finish("FINISHED", FLUSH_TIMEOUT)
+    return TrainResult(session.run_id, metrics, version, left)
+
+
+def launch_tracked(config, adapter, device) -> TrainResult:
+    """devices > 1 without an outer launcher: create the run, start the ranks, settle the run's status."""
+    from mlflow.tracking import MlflowClient
+
+    from ..launch.self_launch import launch_ranks
+    from ..tracking.context import context_tags
+    from ..tracking.session import create_run
+
+    tags = {**context_tags(), **device_tags(device), RUN_KIND_TAG: RUN_KIND_TRAIN}
+    run_id = create_run(config.experiment_name, run_name(config, device.kind), tags)
+    code = launch_ranks(adapter.launch_command(device, ["train", *to_cli_args(config)]), run_id)
+    client = MlflowClient()
+    if client.get_run(run_id).info.status == "RUNNING":
+        client.set_terminated(run_id, "FINISHED" if code == 0 else "FAILED")
+    if code != 0:
+        raise LaunchFailed(f"devices: {config.devices} ranks were launched and one failed (exit {code}); "
+                           f"see the rank output above; run {run_id} is marked FAILED")
+    return TrainResult(run_id, dict(client.get_run(run_id).data.metrics))

@@ -1,0 +1,58 @@
+"""The Trainer every accelerator uses: the recipe's Trainer class plus timed loaders and device-side normalize."""
+
+from __future__ import annotations
+
+from ..data.image_transform import normalize_batch
+from ..telemetry.loader_wait import TimedLoader
+
+
+def build_trainer_class(base: type) -> type:
+    """Subclass the recipe's Trainer (Trainer or GaudiTrainer) with the project's data hooks."""
+
+    class BridgeTowerTrainer(base):
+        device_loader = None  # accelerators.base.DeviceLoader when decoding on the device
+        image = None  # data.image_transform.ImageSpec
+        timed_loader: TimedLoader | None = None
+
+        def get_train_dataloader(self):
+            if self.device_loader is not None:
+                self.timed_loader = TimedLoader(self.device_loader.loader, self.device_loader.length)
+            else:
+                self.timed_loader = TimedLoader(super().get_train_dataloader())
+            return self.timed_loader
+
+        def get_eval_dataloader(self, eval_dataset=None):
+            return TimedLoader(super().get_eval_dataloader(eval_dataset))
+
+        def _prepare_inputs(self, inputs):
+            inputs = super()._prepare_inputs(inputs)
+            pixels = inputs.get("pixel_values")
+            if pixels is not None and not pixels.is_floating_point():
+                # uint8 from the CPU loader: one fused normalize per batch, on the device
+                inputs["pixel_values"] = normalize_batch(pixels, self.image.mean, self.image.std)
+            return inputs
+
+    return BridgeTowerTrainer
+
+
+def build_trainer(config, prepared, sink):
+    """(trainer, throughput callback) for `prepared`; metrics go to `sink` (a MetricBuffer or NullSink)."""
+    from ..data.collate import collate_batch
+    from ..telemetry.throughput import ThroughputCallback
+    from .evaluate import keep_embeddings, retrieval_metrics_fn
+
+    cls = build_trainer_class(prepared.recipe.trainer_class)
+    cls.device_loader, cls.image = prepared.device_loader, prepared.loaded.image
+    args = prepared.args
+    world = max(1, args.world_size)
+    holder = {}
+    throughput = ThroughputCallback(sink, lambda: getattr(holder.get("trainer"), "timed_loader", None),
+                                    args.per_device_train_batch_size * world * args.gradient_accumulation_steps,
+                                    config.throughput_warmup_steps, args.logging_steps)
+    captions = [r[prepared.data.caption_column] for r in prepared.data.validation_rows]
+    trainer = cls(model=prepared.loaded.model, args=args, train_dataset=prepared.data.train,
+                  eval_dataset=prepared.data.validation, data_collator=collate_batch, callbacks=[throughput],
+                  compute_metrics=retrieval_metrics_fn(captions), preprocess_logits_for_metrics=keep_embeddings,
+                  **prepared.recipe.trainer_kwargs)
+    holder["trainer"] = trainer
+    return trainer, throughput

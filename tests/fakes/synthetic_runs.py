@@ -1,0 +1,95 @@
+"""Runs that look exactly like `train`'s (tags, raw params, metrics), for tests and benchmarks."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from bridgetower_mlflow.compare.study import BLOG_NUMBERS
+from bridgetower_mlflow.contract import DECODE_TAG, RUN_KIND_TAG
+
+FILLER_PARAM_COUNT = 110  # train also logs the full TrainingArguments and model config
+LOADER_OF = {"gaudi2": "habana-mediapipe", "gaudi3": "habana-mediapipe", "a100": "nvjpeg",
+             "h100": "nvjpeg", "h200": "nvjpeg", "cuda": "nvjpeg"}
+
+
+@dataclass(frozen=True)
+class TrainRunSpec:
+    """The few knobs a synthetic train run varies; the rest follows train's defaults."""
+
+    accel: str
+    samples_per_second: float
+    workers: int = 0
+    device_decode: bool = False
+    devices: int = 8
+    batch: int = 48
+    model: str = "BridgeTower/bridgetower-large-itm-mlm-itc"
+    precision: str = "bf16"
+    warmup_steps: int = 3
+    status: str = "FINISHED"
+    raw_bool: str = ""  # how `mlflow run` spelled device_decode (e.g. 'True', '1')
+    parent_run_id: str = ""
+    repeat: int = 1
+
+
+def train_run_contents(spec: TrainRunSpec) -> tuple[dict, dict, dict]:
+    """(params, tags, metrics) as train logs them."""
+    loader = LOADER_OF.get(spec.accel, "torch-cpu") if spec.device_decode else "torch-cpu"
+    decode = "device" if spec.device_decode else "cpu"
+    params = {f"model.hidden_arg_{i}": str(i) for i in range(FILLER_PARAM_COUNT)}
+    params.update({
+        "accel": spec.accel, "model": spec.model, "dataset": "jmhessel/newyorker_caption_contest",
+        "dataset_config": "matching", "per_device_train_batch_size": str(spec.batch),
+        "per_device_eval_batch_size": "16", "dataloader_num_workers": str(spec.workers),
+        "device_decode": spec.raw_bool or str(spec.device_decode).lower(), "devices": str(spec.devices),
+        "max_seq_length": "128", "throughput_warmup_steps": str(spec.warmup_steps),
+        "distribution_strategy": "ddp", "learning_rate": "1e-05", "seed": "42", "max_steps": "-1",
+        "num_train_epochs": "5", "precision": "auto",
+    })
+    tags = {
+        RUN_KIND_TAG: "train", "accelerator": spec.accel, "accelerator.device_name": spec.accel.upper(),
+        "accelerator.count": str(spec.devices), "accelerator.memory_gb": "80", "data_loader": loader,
+        DECODE_TAG: decode, "input_bound": "no", "precision": spec.precision, "throughput.warmup_steps": str(spec.warmup_steps),
+        "software.torch": "2.13.0", "software.transformers": "5.24.0",
+        "mlflow.runName": f"{spec.accel} w{spec.workers} decode={decode} r{spec.repeat}",
+    }
+    if spec.parent_run_id:
+        tags["mlflow.parentRunId"] = spec.parent_run_id
+    metrics = {
+        "train_samples_per_second": spec.samples_per_second,
+        "train_samples_per_second_per_device": spec.samples_per_second / spec.devices,
+        "train_runtime": 300.0, "train_loss": 0.5, "eval_loss": 0.11, "eval_recall_at_1": 0.4,
+        "eval_recall_at_5": 0.8, "eval_caption_match_accuracy": 0.7, "dataloader_wait_fraction": 0.02,
+    }
+    return params, tags, metrics
+
+
+def log_train_run(client, experiment_id: str, spec: TrainRunSpec) -> str:
+    """Create one finished (or failed/running) train-like run; returns its id."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    params, tags, metrics = train_run_contents(spec)
+    run = client.create_run(experiment_id, tags={"mlflow.runName": tags["mlflow.runName"]})
+    run_id = run.info.run_id
+    now = int(time.time() * 1000)
+    client.log_batch(
+        run_id,
+        metrics=[Metric(k, v, now, 0) for k, v in metrics.items()] if spec.status == "FINISHED" else [],
+        params=[Param(k, v) for k, v in params.items()],
+        tags=[RunTag(k, v) for k, v in tags.items()],
+    )
+    if spec.status != "RUNNING":
+        client.set_terminated(run_id, spec.status)
+    return run_id
+
+
+STUDY_RUNS = tuple((accel, workers, decode == "device", value)
+                   for accel, rows in BLOG_NUMBERS.items() for workers, decode, _, value in rows)
+
+
+def log_study_runs(client, experiment_id: str) -> list[str]:
+    """The blog's ten numbers as ten train runs (8 devices, batch 48)."""
+    return [
+        log_train_run(client, experiment_id, TrainRunSpec(accel, value, workers, decode))
+        for accel, workers, decode, value in STUDY_RUNS
+    ]
