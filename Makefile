@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.installed-test
 TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 DEMO_EXPERIMENT ?= bridgetower-demo
 
-.PHONY: install install-test demo test test-fast ui clean
+.PHONY: install install-test lint demo test test-fast ui clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,10 +36,14 @@ demo: install
 	@echo "Browse the run:  $(BIN)/mlflow ui --backend-store-uri $(TRACKING_URI) --port 5000"
 	@echo "then open http://127.0.0.1:5000 and pick the '$(DEMO_EXPERIMENT)' experiment (Model training view)."
 
-test: install-test
+lint: install-test
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+
+test: lint
 	$(BIN)/python -m pytest -q
 
-test-fast: install-test
+test-fast: lint
 	$(BIN)/python -m pytest -q -m "not slow"
 
 ui: install

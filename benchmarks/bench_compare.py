@@ -13,9 +13,12 @@ import argparse
 import itertools
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the synthetic runs tests use
 
 ACCELERATORS = {"a100": 340.0, "h100": 600.0, "gaudi2": 770.0, "gaudi3": 800.0, "cpu": 20.0}
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bridgetower-mlflow-bench"
@@ -25,7 +28,7 @@ def build_store(path: Path, count: int) -> str:
     """A sqlite store with `count` train runs (2% FAILED); cached by file name."""
     from mlflow import MlflowClient
 
-    from bridgetower_mlflow.compare.synthetic import TrainRunSpec, log_train_run
+    from fakes.synthetic_runs import TrainRunSpec, log_train_run
 
     uri = f"sqlite:///{path}"
     done = path.with_suffix(".done")

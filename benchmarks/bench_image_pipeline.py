@@ -130,7 +130,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--size", type=int, default=288, help="model image size (presets: tiny 64, base 288, large 294)")
+    parser.add_argument("--size", type=int, default=288,
+                        help="model image size (presets: tiny 64, base 288, large 294)")
     opts = parser.parse_args()
     from bridgetower_mlflow.data.image_transform import CLIP_MEAN, CLIP_STD
 

@@ -52,11 +52,12 @@ def in_memory(dataset):
 
 def measure(config, adapter, prepared, dataset) -> dict:
     from bridgetower_mlflow.telemetry.throughput import combine_ranks
-    from bridgetower_mlflow.training_run import _build_trainer
+    from bridgetower_mlflow.tracking.null_sink import NullSink
+    from bridgetower_mlflow.train.trainer import build_trainer
 
     original, prepared.data.train = prepared.data.train, dataset
     try:
-        trainer, meter = _build_trainer(config, adapter, prepared, None)
+        trainer, meter = build_trainer(config, prepared, NullSink())
         trainer.train()
     finally:
         prepared.data.train = original
@@ -74,9 +75,9 @@ def main() -> None:
 
     from bridgetower_mlflow.accelerators.registry import get_accelerator
     from bridgetower_mlflow.config import build_train_config
-    from bridgetower_mlflow.launch import RankInfo
-    from bridgetower_mlflow.telemetry.loader_wait import input_bound_label
-    from bridgetower_mlflow.training import prepare
+    from bridgetower_mlflow.contract import input_bound_label
+    from bridgetower_mlflow.launch.ranks import RankInfo
+    from bridgetower_mlflow.train.prepare import prepare
 
     transformers.logging.set_verbosity_error()
     with tempfile.TemporaryDirectory() as out:
@@ -84,7 +85,7 @@ def main() -> None:
                                     dataloader_num_workers=0, throughput_warmup_steps=2, log_model=False,
                                     output_dir=out, hf_args="--disable_tqdm true")
         adapter = get_accelerator("cpu")
-        prepared = prepare(config, adapter, RankInfo(0, 0, 1))
+        prepared = prepare(config, adapter, adapter.detect(1, 1), RankInfo(0, 0, 1))
         train = prepared.data.train
         slow = train.with_transform(SlowTransform(train.format["format_kwargs"]["transform"], opts.cpu_per_batch))
         fast = in_memory(train)

@@ -1,11 +1,11 @@
 """What tracking costs a run: steady-state train_samples_per_second with everything on vs off.
 
-Each trial is a fresh process training the tiny preset on the sample set with the real code path
-(training.prepare + training_run.fit_and_record):
+Each trial is a fresh process training the tiny preset on the sample set through the public seam
+`bridgetower_mlflow.train.flow.train(config, tracked=...)`:
 - on: rank 0's path: the run, all params, per-step metrics through the MetricBuffer at every step
   (logging_steps=1), the host CPU sampler and MLflow system metrics (2 s), a shared sqlite store;
-- off: the same flow as a non-main rank takes it (RankInfo rank=1 of world 1): no run, a NullSink,
-  no samplers; the trainer, callbacks and measurement window are identical.
+- off: `tracked=False`, the flow a non-main rank takes: no run, a NullSink, no samplers; the
+  trainer, callbacks and measurement window are identical.
 Trials alternate on/off (order flipped every pair); the ratio is taken per pair, median reported.
 Last line: ratio=<on / off> (the issue's bound: >= 0.99). Not a test.
 
@@ -26,20 +26,13 @@ from pathlib import Path
 
 def trial(mode: str, steps: int, batch: int, workers: int, folder: Path) -> dict:
     """One training run in this process; returns its steady-state figures."""
-    from bridgetower_mlflow.accelerators.registry import get_accelerator
     from bridgetower_mlflow.config import build_train_config
-    from bridgetower_mlflow.launch import RankInfo
-    from bridgetower_mlflow.training import prepare
-    from bridgetower_mlflow.training_run import fit_and_record
+    from bridgetower_mlflow.train.flow import train
 
     config = build_train_config(model="tiny", max_steps=steps, logging_steps=1, per_device_train_batch_size=batch,
                                 dataloader_num_workers=workers, log_model=False, output_dir=str(folder / "out"),
                                 experiment_name="bench-tracking-overhead", max_eval_samples=16)
-    adapter = get_accelerator("cpu")
-    device = adapter.detect(1)
-    ranks = RankInfo(0 if mode == "on" else 1, 0, 1)  # rank 1 of 1: the untracked path of non-main ranks
-    prepared = prepare(config, adapter, ranks)
-    result = fit_and_record(config, adapter, device, prepared, ranks)
+    result = train(config, tracked=mode == "on")
     return {"mode": mode, "samples_per_second": result.metrics["train_samples_per_second"],
             "wait": result.metrics["dataloader_wait_fraction"], "run_id": result.run_id}
 
@@ -91,11 +84,13 @@ def main() -> None:
             for mode in order:
                 figures[mode].append(got[mode]["samples_per_second"])
             ratios.append(got["on"]["samples_per_second"] / got["off"]["samples_per_second"])
-            print(f"pair {pair + 1}: on {got['on']['samples_per_second']:.2f}  off {got['off']['samples_per_second']:.2f}"
-                  f" samples/s  ratio {ratios[-1]:.3f}  (wait on {got['on']['wait']:.1%}, off {got['off']['wait']:.1%})",
+            on, off = got["on"], got["off"]
+            print(f"pair {pair + 1}: on {on['samples_per_second']:.2f}  off {off['samples_per_second']:.2f}"
+                  f" samples/s  ratio {ratios[-1]:.3f}  (wait on {on['wait']:.1%}, off {off['wait']:.1%})",
                   flush=True)
     print(f"tiny preset, batch {opts.batch}, {opts.steps} steps (3 warmup), logging every step, "
-          f"{opts.workers} loader worker(s), torch threads {opts.torch_threads or 'default'}; medians: on {statistics.median(figures['on']):.2f}, "
+          f"{opts.workers} loader worker(s), torch threads {opts.torch_threads or 'default'}; "
+          f"medians: on {statistics.median(figures['on']):.2f}, "
           f"off {statistics.median(figures['off']):.2f} samples/s")
     print(f"ratio={statistics.median(ratios):.3f}")
 

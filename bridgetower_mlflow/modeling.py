@@ -109,7 +109,8 @@ def _load_pretrained(name: str) -> LoadedModel:
         tokenizer = AutoTokenizer.from_pretrained(name)
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError("model", name, f"allowed: tiny, base, large, a Hub id or a local checkpoint ({first})") from None
+        raise ConfigError("model", name,
+                          f"allowed: tiny, base, large, a Hub id or a local checkpoint ({first})") from None
     try:
         processor = AutoImageProcessor.from_pretrained(name)
         mean, std = tuple(processor.image_mean), tuple(processor.image_std)
@@ -118,7 +119,8 @@ def _load_pretrained(name: str) -> LoadedModel:
         mean, std = CLIP_MEAN, CLIP_STD
         processor = None
     size = model.config.vision_config.image_size
-    return LoadedModel(model, tokenizer, processor or _image_processor(size, mean, std), ImageSpec(size, mean, std), name)
+    processor = processor or _image_processor(size, mean, std)
+    return LoadedModel(model, tokenizer, processor, ImageSpec(size, mean, std), name)
 
 
 def count_parameters(model) -> int:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 def pg_binary(name: str) -> str:
     """On PATH (this kind of machine), else where Debian's postgresql package puts it."""
-    found = shutil.which(name) or next(iter(sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), reverse=True)), None)
+    debian = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), reverse=True)
+    found = shutil.which(name) or next(iter(debian), None)
     if not found:
         raise RuntimeError(f"{name} not found: `make test` installs Debian's postgresql package")
     return str(found)

@@ -11,18 +11,19 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bridgetower_mlflow.accelerators.cuda import nvjpeg  # noqa: E402
+from bridgetower_mlflow.accelerators.cuda.adapter import CudaAccelerator  # noqa: E402
+from bridgetower_mlflow.accelerators.cuda.arguments import cuda_training_kwargs, nvidia_label  # noqa: E402
+from bridgetower_mlflow.data.device_decode.batch_plan import RankBatchPlan  # noqa: E402
+from bridgetower_mlflow.data.device_decode.image_ops import crop_resize, normalize  # noqa: E402
+from bridgetower_mlflow.data.device_decode.sources import JpegBytesCollate  # noqa: E402
+from bridgetower_mlflow.data.image_transform import ImageSpec  # noqa: E402
+from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError, DeviceDecodeUnavailable  # noqa: E402
+
 from fakes import fake_cuda, install_pynvml  # noqa: E402
 from fakes.data import make_jpeg_dataset, pil_reference  # noqa: E402
+from fakes.requests import MEAN, STD, decode_request, device, settings  # noqa: E402
 
-from bridgetower_mlflow.accelerators import nvjpeg_loader  # noqa: E402
-from bridgetower_mlflow.accelerators.base import DeviceDecodeUnavailable  # noqa: E402
-from bridgetower_mlflow.accelerators.cuda import CudaAccelerator, cuda_training_kwargs, nvidia_label  # noqa: E402
-from bridgetower_mlflow.accelerators.device_image_ops import crop_resize, normalize  # noqa: E402
-from bridgetower_mlflow.accelerators.image_source import RankBatchPlan  # noqa: E402
-from bridgetower_mlflow.config import TrainConfig  # noqa: E402
-from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError  # noqa: E402
-
-MEAN, STD = (0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711)
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no NVIDIA GPU visible to torch")
 COMMON = {"output_dir": "out", "per_device_train_batch_size": 4, "report_to": "none", "remove_unused_columns": False}
 
@@ -47,7 +48,7 @@ def test_label_comes_from_the_device_name(name, label):
 def test_cuda_takes_the_detected_label(monkeypatch):
     fake_cuda(monkeypatch, names=("NVIDIA H100 80GB HBM3",))
     install_pynvml(monkeypatch)
-    info = CudaAccelerator("cuda").detect(1)
+    info = CudaAccelerator("cuda").detect(1, 1)
     assert (info.kind, info.device_name, info.count, info.memory_gb) == ("h100", "NVIDIA H100 80GB HBM3", 1, 80.0)
     assert info.driver == "570.86.15" and info.software["cuda"] == "12.8"
     assert info.extra_tags["cuda.compute_capability"] == "9.0"
@@ -56,39 +57,39 @@ def test_cuda_takes_the_detected_label(monkeypatch):
 def test_h100_on_a_detected_a100_names_both(monkeypatch):
     fake_cuda(monkeypatch, names=("NVIDIA A100-SXM4-80GB",), capability=(8, 0))
     with pytest.raises(AcceleratorUnavailable) as error:
-        CudaAccelerator("h100").detect(1)
+        CudaAccelerator("h100").detect(1, 1)
     message = str(error.value)
     assert "h100" in message and "A100-SXM4-80GB" in message and "a100" in message and "\n" not in message
 
 
 def test_matching_model_name_passes(monkeypatch):
     fake_cuda(monkeypatch, names=("NVIDIA H200",) * 2)
-    assert CudaAccelerator("h200").detect(2).kind == "h200"
+    assert CudaAccelerator("h200").detect(2, 2).kind == "h200"
 
 
 def test_too_few_gpus_names_the_field(monkeypatch):
     fake_cuda(monkeypatch, names=("NVIDIA H100 80GB HBM3",))
     with pytest.raises(AcceleratorUnavailable, match=r"devices: invalid value 4 .*1 NVIDIA GPU\(s\) visible"):
-        CudaAccelerator("cuda").detect(4)
+        CudaAccelerator("cuda").detect(4, 4)
 
 
 def test_mixed_gpu_models_are_refused(monkeypatch):
     fake_cuda(monkeypatch, names=("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"))
     with pytest.raises(AcceleratorUnavailable, match="different models"):
-        CudaAccelerator("cuda").detect(2)
+        CudaAccelerator("cuda").detect(2, 2)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
 def test_absent_gpu_is_one_clear_line():
     with pytest.raises(AcceleratorUnavailable) as error:
-        CudaAccelerator("a100").detect(1)
+        CudaAccelerator("a100").detect(1, 1)
     assert str(error.value).startswith("accel: a100 requested but no NVIDIA GPU is visible")
     assert "allowed here: cpu" in str(error.value)
 
 
 def test_training_kwargs_bf16_tf32_nccl():
-    kwargs = cuda_training_kwargs(dict(COMMON, use_cpu=True), TrainConfig(accel="h100", devices=2),
-                                  bf16_ok=True, tf32_ok=True, distributed=True)
+    kwargs = cuda_training_kwargs(dict(COMMON, use_cpu=True), settings(COMMON, world_size=2),
+                                  bf16_ok=True, tf32_ok=True)
     assert kwargs["bf16"] is True and kwargs["tf32"] is True and kwargs["ddp_backend"] == "nccl"
     assert "use_cpu" not in kwargs
     from transformers import TrainingArguments
@@ -97,18 +98,17 @@ def test_training_kwargs_bf16_tf32_nccl():
 
 
 def test_training_kwargs_fp32_and_user_tf32_override():
-    kwargs = cuda_training_kwargs(dict(COMMON, tf32=False), TrainConfig(precision="fp32"),
-                                  bf16_ok=True, tf32_ok=True, distributed=False)
+    kwargs = cuda_training_kwargs(dict(COMMON, tf32=False), settings(COMMON, precision="fp32"),
+                                  bf16_ok=True, tf32_ok=True)
     assert kwargs["bf16"] is False and kwargs["tf32"] is False and "ddp_backend" not in kwargs
 
 
 def test_training_kwargs_refuse_what_the_gpu_cannot_do():
     with pytest.raises(ConfigError, match="precision"):
-        cuda_training_kwargs(COMMON, TrainConfig(precision="bf16"), bf16_ok=False, tf32_ok=False, distributed=False)
+        cuda_training_kwargs(COMMON, settings(COMMON, precision="bf16"), bf16_ok=False, tf32_ok=False)
     with pytest.raises(ConfigError, match="distribution_strategy: invalid value 'fast_ddp'"):
-        cuda_training_kwargs(COMMON, TrainConfig(distribution_strategy="fast_ddp"), bf16_ok=True, tf32_ok=True,
-                             distributed=False)
-    auto = cuda_training_kwargs(COMMON, TrainConfig(), bf16_ok=False, tf32_ok=False, distributed=False)
+        cuda_training_kwargs(COMMON, settings(COMMON, strategy="fast_ddp"), bf16_ok=True, tf32_ok=True)
+    auto = cuda_training_kwargs(COMMON, settings(COMMON), bf16_ok=False, tf32_ok=False)
     assert "bf16" not in auto and "tf32" not in auto
 
 
@@ -134,11 +134,11 @@ def test_nvjpeg_batches_decode_and_transform(tmp_path, monkeypatch):
         return [torch.from_numpy(np.asarray(Image.open(io.BytesIO(j.numpy().tobytes())).convert("RGB"))
                                  .transpose(2, 0, 1).copy()) for j in jpegs]
 
-    monkeypatch.setattr(nvjpeg_loader, "decode_on_gpu", cpu_decode)
+    monkeypatch.setattr(nvjpeg, "decode_on_gpu", cpu_decode)
     plan = RankBatchPlan(len(dataset), 2, seed=1)
     loader = torch.utils.data.DataLoader(dataset, batch_sampler=plan,
-                                         collate_fn=nvjpeg_loader.JpegBytesCollate("image"))
-    batches = list(nvjpeg_loader.NvjpegBatches(loader, plan, device="cpu", image_size=16, mean=MEAN, std=STD))
+                                         collate_fn=JpegBytesCollate("image"))
+    batches = list(nvjpeg.NvjpegBatches(loader, plan, device="cpu", image=ImageSpec(16, MEAN, STD)))
     assert [b["pixel_values"].shape[0] for b in batches] == [2, 2, 1]
     first = batches[0]
     assert first["return_loss"] is True and first["input_ids"].dtype == torch.long
@@ -150,7 +150,7 @@ def test_nvjpeg_batches_decode_and_transform(tmp_path, monkeypatch):
 def test_collate_reads_bytes_and_paths(tmp_path):
     on_disk = make_jpeg_dataset(tmp_path)
     in_memory = make_jpeg_dataset(tmp_path, in_memory=True)
-    collate = nvjpeg_loader.JpegBytesCollate("image")
+    collate = JpegBytesCollate("image")
     for dataset in (on_disk, in_memory):
         batch = collate([dataset[0], dataset[1]])
         assert bytes(batch["jpegs"][0].numpy()[:3]) == b"\xff\xd8\xff"
@@ -160,18 +160,15 @@ def test_collate_reads_bytes_and_paths(tmp_path):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
 def test_device_decode_unavailable_says_why(tmp_path):
     with pytest.raises(DeviceDecodeUnavailable) as error:
-        CudaAccelerator("cuda").device_decode_loader(
-            make_jpeg_dataset(tmp_path), batch_size=2, seed=0, image_size=16, mean=MEAN, std=STD,
-            num_workers=0, collate=None, rank=0, world_size=1)
+        CudaAccelerator("cuda").device_decode_loader(decode_request(make_jpeg_dataset(tmp_path)))
     assert "torchvision" in str(error.value) or "no CUDA device" in str(error.value)
 
 
 def test_png_is_refused_with_a_reason(tmp_path, monkeypatch):
-    monkeypatch.setattr(nvjpeg_loader, "check_nvjpeg_ready", lambda device: None)
+    monkeypatch.setattr(nvjpeg, "check_nvjpeg_ready", lambda device: None)
     dataset = make_jpeg_dataset(tmp_path, fmt="PNG")
     with pytest.raises(DeviceDecodeUnavailable, match="JPEG only"):
-        nvjpeg_loader.build_nvjpeg_loader(dataset, batch_size=2, seed=0, image_size=16, mean=MEAN, std=STD,
-                                          num_workers=0, rank=0, world_size=1, device="cpu")
+        nvjpeg.build_nvjpeg_loader(decode_request(dataset), "cpu")
 
 
 def test_rank_plans_split_the_data_and_reshuffle():
@@ -189,11 +186,10 @@ def test_mlflow_gpu_metrics_and_extra_sampler(monkeypatch):
     install_pynvml(monkeypatch)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
     adapter = CudaAccelerator("cuda")
-    assert adapter.enables_mlflow_gpu_metrics() is True
-    (sampler,) = adapter.device_samplers(2)
+    (sampler,) = adapter.device_samplers(device("cuda", count=2))
     metrics = sampler.sample()
-    assert metrics["system/gpu_2_sm_clock_mhz"] == 1980.0
-    assert metrics["system/gpu_3_memory_bandwidth_utilization_percentage"] == 42.0
+    assert metrics["gpu_2_sm_clock_mhz"] == 1980.0
+    assert metrics["gpu_3_memory_bandwidth_utilization_percentage"] == 42.0
     mlflow_names = ("utilization_percentage", "memory_usage_megabytes", "memory_usage_percentage",
                     "power_usage_watts", "power_usage_percentage")
     assert not [name for name in metrics if name.endswith(mlflow_names) and "bandwidth" not in name]
@@ -203,9 +199,9 @@ def test_mlflow_gpu_metrics_and_extra_sampler(monkeypatch):
 @needs_gpu
 def test_real_gpu_detect_and_arguments():
     adapter = CudaAccelerator("cuda")
-    info = adapter.detect(1)
+    info = adapter.detect(1, 1)
     assert info.kind in ("a100", "h100", "h200", "cuda") and info.memory_gb > 0
-    args = adapter.training_arguments(dict(COMMON), TrainConfig(accel="cuda"))
+    args = adapter.recipe(info, settings(dict(COMMON))).build_arguments()
     assert args.bf16 is True and args.tf32 is True
     assert adapter.peak_memory_gb() is not None
 
@@ -216,8 +212,7 @@ def test_real_nvjpeg_loader_matches_cpu_reference(tmp_path):
     pytest.importorskip("torchvision", reason="torchvision not installed")
     dataset = make_jpeg_dataset(tmp_path)
     device_loader = CudaAccelerator("cuda").device_decode_loader(
-        dataset, batch_size=5, seed=0, image_size=32, mean=MEAN, std=STD, num_workers=1, collate=None,
-        rank=0, world_size=1)
+        decode_request(dataset, batch_size=5, image_size=32, num_workers=1))
     assert device_loader.name == "nvjpeg" and device_loader.length == 1
     (batch,) = list(device_loader.loader)
     assert batch["pixel_values"].is_cuda and batch["pixel_values"].shape == (5, 3, 32, 32)
@@ -229,4 +224,4 @@ def test_real_nvjpeg_loader_matches_cpu_reference(tmp_path):
 
 
 def test_cuda_adapter_reports_its_loader_name():
-    assert CudaAccelerator("cuda").device_loader_name == "nvjpeg"
+    assert CudaAccelerator("cuda").device_loader == "nvjpeg"

@@ -11,14 +11,10 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fakes import FakeGaudiTrainingArguments, install_habana, install_optimum_habana, install_pyhlml  # noqa: E402
-from fakes.data import make_jpeg_dataset, pil_reference  # noqa: E402
-from fakes.mediapipe import install_mediapipe  # noqa: E402
-
-from bridgetower_mlflow.accelerators import gaudi_detect, habana_media_pipe  # noqa: E402
-from bridgetower_mlflow.accelerators.base import DeviceDecodeUnavailable  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi import GaudiAccelerator, supported_strategies  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi_args import (  # noqa: E402
+from bridgetower_mlflow.accelerators.gaudi import detect as gaudi_detect  # noqa: E402
+from bridgetower_mlflow.accelerators.gaudi import media_pipe as habana_media_pipe  # noqa: E402
+from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator, supported_strategies  # noqa: E402
+from bridgetower_mlflow.accelerators.gaudi.arguments import (  # noqa: E402
     NATIVE_PATH,
     OPTIMUM_PATH,
     choose_gaudi_path,
@@ -26,10 +22,13 @@ from bridgetower_mlflow.accelerators.gaudi_args import (  # noqa: E402
     mpirun_command,
     parse_lscpu,
 )
-from bridgetower_mlflow.config import TrainConfig  # noqa: E402
-from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError  # noqa: E402
+from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError, DeviceDecodeUnavailable  # noqa: E402
 
-MEAN, STD = (0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711)
+from fakes import FakeGaudiTrainingArguments, install_habana, install_optimum_habana, install_pyhlml  # noqa: E402
+from fakes.data import make_jpeg_dataset, pil_reference  # noqa: E402
+from fakes.mediapipe import install_mediapipe  # noqa: E402
+from fakes.requests import MEAN, STD, decode_request, device, settings  # noqa: E402
+
 COMMON = {"output_dir": "out", "per_device_train_batch_size": 48, "report_to": "none",
           "remove_unused_columns": False, "adam_epsilon": 1e-8, "use_cpu": True}
 needs_hpu = pytest.mark.skipif(importlib.util.find_spec("habana_frameworks") is None,
@@ -53,7 +52,7 @@ def test_label_from_device_name(name, label):
 
 def test_absent_habana_is_one_clear_line():
     with pytest.raises(AcceleratorUnavailable) as error:
-        GaudiAccelerator("gaudi2").detect(1)
+        GaudiAccelerator("gaudi2").detect(1, 1)
     assert str(error.value).startswith(
         "accel: gaudi2 requested but no Gaudi device is present (habana_frameworks not importable); allowed here: cpu")
 
@@ -61,7 +60,7 @@ def test_absent_habana_is_one_clear_line():
 def test_detect_through_hlml(monkeypatch):
     install_habana(monkeypatch)
     install_pyhlml(monkeypatch, name=b"HL-225", count=8)
-    info = GaudiAccelerator("gaudi").detect(8)
+    info = GaudiAccelerator("gaudi").detect(8, 8)
     assert (info.kind, info.device_name, info.count, info.memory_gb) == ("gaudi2", "HL-225", 8, 96.0)
     assert info.extra_tags["gaudi.path"] == NATIVE_PATH and info.extra_tags["gaudi.detected_by"] == "hlml"
 
@@ -69,23 +68,24 @@ def test_detect_through_hlml(monkeypatch):
 def test_gaudi3_requested_on_gaudi2_names_both(monkeypatch):
     install_habana(monkeypatch)
     install_pyhlml(monkeypatch, name=b"HL-225")
-    with pytest.raises(AcceleratorUnavailable, match=r"gaudi3 requested but the detected device is 'HL-225' \(gaudi2\)"):
-        GaudiAccelerator("gaudi3").detect(1)
+    with pytest.raises(AcceleratorUnavailable,
+                       match=r"gaudi3 requested but the detected device is 'HL-225' \(gaudi2\)"):
+        GaudiAccelerator("gaudi3").detect(1, 1)
 
 
 def test_detect_through_hl_smi_then_torch(monkeypatch):
     install_habana(monkeypatch, name="GAUDI3", count=4)
     monkeypatch.setattr(gaudi_detect.shutil, "which", lambda name: "/usr/bin/hl-smi")
-    from bridgetower_mlflow.accelerators import hlml_sampler
+    from bridgetower_mlflow.accelerators.gaudi import telemetry as hlml_sampler
 
     monkeypatch.setattr(hlml_sampler, "run_hl_smi", lambda fields: "HL-325L, 131072, 1.24.0-abc\n" * 8)
-    info = GaudiAccelerator("gaudi3").detect(8)
+    info = GaudiAccelerator("gaudi3").detect(8, 8)
     assert (info.kind, info.count, info.memory_gb, info.driver) == ("gaudi3", 8, 128.0, "1.24.0-abc")
     monkeypatch.setattr(gaudi_detect.shutil, "which", lambda name: None)
-    info = GaudiAccelerator("gaudi3").detect(2)
+    info = GaudiAccelerator("gaudi3").detect(2, 2)
     assert info.extra_tags["gaudi.detected_by"] == "habana_frameworks" and info.device_name == "GAUDI3"
     with pytest.raises(AcceleratorUnavailable, match="devices: invalid value 8"):
-        GaudiAccelerator("gaudi3").detect(8)
+        GaudiAccelerator("gaudi3").detect(8, 8)
 
 
 def test_path_choice():
@@ -99,8 +99,8 @@ def test_path_choice():
 
 
 def test_gaudi_kwargs_carry_the_study_flags():
-    kwargs = gaudi_training_kwargs(COMMON, TrainConfig(accel="gaudi2", devices=8, throughput_warmup_steps=3),
-                                   gaudi_config_name="Habana/clip", strategies={"ddp", "fast_ddp"}, distributed=True)
+    kwargs = gaudi_training_kwargs(COMMON, settings(COMMON, world_size=8, warmup=3),
+                                   gaudi_config_name="Habana/clip", strategies={"ddp", "fast_ddp"})
     assert kwargs["use_habana"] and kwargs["use_lazy_mode"] and kwargs["use_hpu_graphs_for_inference"]
     assert kwargs["gaudi_config_name"] == "Habana/clip" and kwargs["throughput_warmup_steps"] == 3
     assert kwargs["sdp_on_bf16"] and kwargs["bf16"] and kwargs["ddp_backend"] == "hccl"
@@ -108,75 +108,72 @@ def test_gaudi_kwargs_carry_the_study_flags():
 
 
 def test_fast_ddp_only_where_the_installed_version_has_it():
-    config = TrainConfig(accel="gaudi2", distribution_strategy="fast_ddp")
-    kwargs = gaudi_training_kwargs(COMMON, config, gaudi_config_name="x", strategies={"ddp", "fast_ddp"},
-                                   distributed=False)
+    fast = settings(COMMON, strategy="fast_ddp")
+    kwargs = gaudi_training_kwargs(COMMON, fast, gaudi_config_name="x", strategies={"ddp", "fast_ddp"})
     assert kwargs["distribution_strategy"] == "fast_ddp"
     for strategies in (None, {"ddp"}):
         with pytest.raises(ConfigError, match="distribution_strategy: invalid value 'fast_ddp'; allowed with"):
-            gaudi_training_kwargs(COMMON, config, gaudi_config_name="x", strategies=strategies, distributed=False)
+            gaudi_training_kwargs(COMMON, fast, gaudi_config_name="x", strategies=strategies)
     assert supported_strategies(FakeGaudiTrainingArguments) == {"ddp", "fast_ddp"}
 
 
 def test_optimum_path_builds_gaudi_arguments_and_trainer(monkeypatch, tmp_path):
     install_optimum_habana(monkeypatch)
     monkeypatch.setenv("PT_HPU_LAZY_MODE", "1")
-    adapter = GaudiAccelerator("gaudi2")
-    adapter._path = OPTIMUM_PATH
-    args = adapter.training_arguments(dict(COMMON, output_dir=str(tmp_path)), TrainConfig(accel="gaudi2"))
+    adapter, gaudi2 = GaudiAccelerator("gaudi2"), device("gaudi2", 8, OPTIMUM_PATH)
+    recipe = adapter.recipe(gaudi2, settings(dict(COMMON, output_dir=str(tmp_path)), world_size=8))
+    args = recipe.build_arguments()
     assert isinstance(args, FakeGaudiTrainingArguments) and args.use_habana and args.gaudi_config_name == "Habana/clip"
-    assert adapter.trainer_class().__name__ == "FakeGaudiTrainer"
-    assert adapter.trainer_kwargs(TrainConfig())["gaudi_config"].use_torch_autocast is True
-    assert adapter.trainer_kwargs(TrainConfig(precision="fp32"))["gaudi_config"].use_torch_autocast is False
-    assert adapter.distributed_backend() == "hccl"
-    args.bf16 = False  # what GaudiTrainer.__init__ does once it owns autocast
-    assert adapter.precision_used(args) == "bf16"
+    assert recipe.trainer_class.__name__ == "FakeGaudiTrainer"
+    assert recipe.trainer_kwargs["gaudi_config"].use_torch_autocast is True
+    fp32 = adapter.recipe(gaudi2, settings(dict(COMMON, output_dir=str(tmp_path)), precision="fp32"))
+    assert fp32.trainer_kwargs["gaudi_config"].use_torch_autocast is False and fp32.precision == "fp32"
+    assert recipe.ddp_backend == "hccl"
+    args.bf16 = False  # what GaudiTrainer.__init__ does once it owns autocast: the recipe still knows
+    assert recipe.precision == "bf16"
+    assert recipe.extra_params["gaudi_config"]["use_fused_adam"] is True
 
 
 def test_offline_default_gaudi_config_uses_the_embedded_copy(monkeypatch, tmp_path):
     install_optimum_habana(monkeypatch, offline=True)
     monkeypatch.setenv("PT_HPU_LAZY_MODE", "1")
-    adapter = GaudiAccelerator("gaudi2")
-    adapter._path = OPTIMUM_PATH
-    args = adapter.training_arguments(dict(COMMON, output_dir=str(tmp_path)), TrainConfig(accel="gaudi2"))
+    recipe = GaudiAccelerator("gaudi2").recipe(device("gaudi2", 1, OPTIMUM_PATH),
+                                               settings(dict(COMMON, output_dir=str(tmp_path))))
+    args = recipe.build_arguments()
     assert args.gaudi_config_name == str(tmp_path / "gaudi_config")
     assert (tmp_path / "gaudi_config" / "gaudi_config.json").exists()
 
 
 def test_native_path_uses_plain_trainer(monkeypatch):
-    adapter = GaudiAccelerator("gaudi2")
-    adapter._path = NATIVE_PATH
+    adapter, native = GaudiAccelerator("gaudi2"), device("gaudi2", 1, NATIVE_PATH)
     from transformers import Trainer, TrainingArguments
 
-    args = adapter.training_arguments(dict(COMMON), TrainConfig(accel="gaudi2", precision="fp32"))
-    assert type(args) is TrainingArguments and adapter.trainer_class() is Trainer
-    assert adapter.trainer_kwargs(TrainConfig()) == {}
+    recipe = adapter.recipe(native, settings(dict(COMMON), precision="fp32"))
+    args = recipe.build_arguments()
+    assert type(args) is TrainingArguments and recipe.trainer_class is Trainer
+    assert recipe.trainer_kwargs == {}
     with pytest.raises(ConfigError, match="native HPU path"):
-        adapter.training_arguments(dict(COMMON), TrainConfig(distribution_strategy="fast_ddp"))
+        adapter.recipe(native, settings(dict(COMMON), strategy="fast_ddp"))
 
 
 def test_mpirun_line_matches_gaudi_spawn():
     cores, per_socket = parse_lscpu("Socket(s):            2\nCore(s) per socket:   40\n")
     command = mpirun_command(8, ["train", "--accel", "gaudi2"], physical_cores=cores, cores_per_socket=per_socket,
-                             python="/usr/bin/python3", env={"PT_HPU_LAZY_MODE": "1"})
+                             env={"PT_HPU_LAZY_MODE": "1"})
     assert command == ["mpirun", "-n", "8", "--bind-to", "core", "--map-by", "socket:PE=10", "--rank-by", "slot",
                        "--report-bindings", "--allow-run-as-root", "-x", "MASTER_ADDR=localhost",
-                       "-x", "MASTER_PORT=29500", "-x", "PT_HPU_LAZY_MODE=1", "/usr/bin/python3", "-m",
+                       "-x", "MASTER_PORT=29500", "-x", "PT_HPU_LAZY_MODE=1", sys.executable, "-m",
                        "bridgetower_mlflow", "train", "--accel", "gaudi2"]
     assert "slot:PE=4" in mpirun_command(2, [], physical_cores=8, cores_per_socket=1)
 
 
-def test_sync_and_peak_memory_use_the_hpu_module(monkeypatch):
-    state = install_habana(monkeypatch)
-    adapter = GaudiAccelerator("gaudi2")
-    adapter.synchronize()
-    assert state.synchronized == 1 and adapter.peak_memory_gb() == 3.0
+def test_peak_memory_uses_the_hpu_module(monkeypatch):
+    install_habana(monkeypatch)
+    assert GaudiAccelerator("gaudi2").peak_memory_gb() == 3.0
 
 
-def _loader(dataset, adapter=None):
-    return (adapter or GaudiAccelerator("gaudi2")).device_decode_loader(
-        dataset, batch_size=2, seed=0, image_size=16, mean=MEAN, std=STD, num_workers=2, collate=None,
-        rank=0, world_size=1)
+def _loader(dataset, kind="gaudi2"):
+    return GaudiAccelerator(kind).device_decode_loader(decode_request(dataset, num_workers=2, kind=kind))
 
 
 def test_media_pipe_unavailable_reasons(monkeypatch, tmp_path):
@@ -187,11 +184,8 @@ def test_media_pipe_unavailable_reasons(monkeypatch, tmp_path):
         _loader(make_jpeg_dataset(tmp_path, in_memory=True))
     with pytest.raises(DeviceDecodeUnavailable, match="JPEG only"):
         _loader(make_jpeg_dataset(tmp_path, fmt="PNG"))
-    first_generation = GaudiAccelerator("gaudi")
-    first_generation._label = "gaudi"
-    assert not first_generation.supports_device_decode()
     with pytest.raises(DeviceDecodeUnavailable, match="first-generation"):
-        _loader(make_jpeg_dataset(tmp_path), first_generation)
+        _loader(make_jpeg_dataset(tmp_path), kind="gaudi")  # what detection found decides, not the call order
 
 
 def test_media_pipe_start_failure_is_reported(monkeypatch, tmp_path):
@@ -222,5 +216,5 @@ def test_media_pipe_batches_mean_what_the_cpu_path_means(monkeypatch, tmp_path):
 @pytest.mark.hpu
 @needs_hpu
 def test_real_gaudi_detect():
-    info = GaudiAccelerator("gaudi").detect(1)
+    info = GaudiAccelerator("gaudi").detect(1, 1)
     assert info.kind in ("gaudi2", "gaudi3")

@@ -2,8 +2,9 @@
 
 
 import pytest
-from conftest import AUTH_ADMIN, run_cli
 from mlflow.tracking import MlflowClient
+
+from conftest import AUTH_ADMIN, run_cli
 
 pytestmark = pytest.mark.slow
 READER = {"MLFLOW_TRACKING_USERNAME": "reader", "MLFLOW_TRACKING_PASSWORD": "reader-Pw-5519-secret"}
@@ -43,7 +44,8 @@ def test_credentials_file_works_and_read_only_user_cannot_log(cache_dir, basic_a
     home = tmp_path / "home"
     (home / ".mlflow").mkdir(parents=True)
     (home / ".mlflow" / "credentials").write_text(
-        f"[mlflow]\nmlflow_tracking_username = admin\nmlflow_tracking_password = {AUTH_ADMIN['MLFLOW_TRACKING_PASSWORD']}\n")
+        "[mlflow]\nmlflow_tracking_username = admin\n"
+        f"mlflow_tracking_password = {AUTH_ADMIN['MLFLOW_TRACKING_PASSWORD']}\n")
     first = run_cli(TRAIN[:-2], env_extra={"HOME": str(home)})  # credentials from the file only
     assert first.returncode == 0, first.stderr[-3000:]
     for key, value in AUTH_ADMIN.items():

@@ -2,9 +2,10 @@
 
 
 import pytest
-from conftest import mlflow_run, no_running_runs, run_cli
 
 from bridgetower_mlflow.data.sample import generate_sample_set
+
+from conftest import mlflow_run, no_running_runs, run_cli
 
 FAST = ["--max-steps", "4", "--logging-steps", "2"]
 

@@ -7,8 +7,9 @@ import pytest
 
 from bridgetower_mlflow.compare.records import record_from_run
 from bridgetower_mlflow.compare.speedups import build_sections, parse_allow_diff
-from bridgetower_mlflow.compare.synthetic import TrainRunSpec, train_run_contents
 from bridgetower_mlflow.errors import ConfigError
+
+from fakes.synthetic_runs import TrainRunSpec, train_run_contents
 
 
 def _run(spec: TrainRunSpec, run_id="r", **param_overrides):
@@ -71,8 +72,7 @@ def test_warmup_rules_are_never_mixed():
 
 
 def test_fallback_to_cpu_loader_is_its_own_setting():
-    asked = _run(TrainRunSpec("h100", 500.0, workers=2, device_decode=True), "fallback")
-    asked.data.tags["data_loader"] = "torch-cpu"  # the loader that actually ran
+    asked = _run(TrainRunSpec("h100", 500.0, workers=2, device_decode=True, loader="torch-cpu"), "fallback")
     records = [record_from_run(asked), _record("h100", 480.0, "cpu", workers=2)]
     (section,) = build_sections(records, None)
     assert [row.setting.label for row in section.rows] == ["w2 decode=cpu", "w2 decode=cpu-fallback"]

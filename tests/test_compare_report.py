@@ -9,7 +9,8 @@ from bridgetower_mlflow.compare.command import compare_command
 from bridgetower_mlflow.compare.records import fetch_run_records
 from bridgetower_mlflow.compare.report import CompareOptions, run_compare, ui_links
 from bridgetower_mlflow.compare.scope import CompareScope
-from bridgetower_mlflow.compare.synthetic import TrainRunSpec, log_study_runs, log_train_run
+
+from fakes.synthetic_runs import TrainRunSpec, log_study_runs, log_train_run
 
 
 @pytest.fixture
@@ -108,7 +109,8 @@ def test_paging_and_server_side_filters():
         def search_runs(self, experiment_ids, filter_string, max_results, page_token):
             calls.append((filter_string, max_results, page_token))
             page = type("Page", (list,), {})()
-            page.token = "next" if page_token is None and "FINISHED'" in filter_string and "!=" not in filter_string else None
+            first_finished = page_token is None and "FINISHED'" in filter_string and "!=" not in filter_string
+            page.token = "next" if first_finished else None
             return page
 
     fetch_run_records(PagedClient(), ["1"], "params.model = 'large'")

@@ -3,7 +3,8 @@
 import pytest
 
 from bridgetower_mlflow.compare.report import CompareOptions, build_comparison
-from bridgetower_mlflow.compare.synthetic import TrainRunSpec, log_study_runs, log_train_run
+
+from fakes.synthetic_runs import TrainRunSpec, log_study_runs, log_train_run
 
 
 @pytest.fixture(scope="module")

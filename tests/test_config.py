@@ -8,7 +8,8 @@ from bridgetower_mlflow.errors import ConfigError
 
 def test_defaults_are_the_study_recipe():
     config = build_train_config()
-    assert (config.learning_rate, config.per_device_train_batch_size, config.per_device_eval_batch_size) == (1e-5, 48, 16)
+    batches = (config.per_device_train_batch_size, config.per_device_eval_batch_size)
+    assert config.learning_rate == 1e-5 and batches == (48, 16)
     assert config.throughput_warmup_steps == 3 and config.accel == "cpu" and config.model == "tiny"
 
 

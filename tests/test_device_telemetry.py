@@ -1,4 +1,4 @@
-"""Device telemetry mapping: HLML / hl-smi readings -> system/hpu_{i}_... metrics; NVML extras."""
+"""Device telemetry mapping: HLML / hl-smi readings -> hpu_{i}_... metrics (the monitor adds system/)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fakes import install_pyhlml  # noqa: E402
-
-from bridgetower_mlflow.accelerators import hlml_sampler  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi import GaudiAccelerator  # noqa: E402
-from bridgetower_mlflow.accelerators.hlml_sampler import (  # noqa: E402
+from bridgetower_mlflow.accelerators.gaudi import telemetry as hlml_sampler  # noqa: E402
+from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator  # noqa: E402
+from bridgetower_mlflow.accelerators.gaudi.telemetry import (  # noqa: E402
     HlmlSampler,
     HlSmiSampler,
     HpuReading,
@@ -21,16 +19,19 @@ from bridgetower_mlflow.accelerators.hlml_sampler import (  # noqa: E402
     parse_hl_smi,
 )
 
+from fakes import install_pyhlml  # noqa: E402
+from fakes.requests import device  # noqa: E402
+
 HL_SMI = "0, 87, 40960, 98304, 512\n1, 0, 512, 98304, 97\n"
 
 
 def test_hl_smi_csv_maps_to_hpu_metric_names():
     metrics = hpu_metrics(parse_hl_smi(HL_SMI))
-    assert metrics["system/hpu_0_utilization_percentage"] == 87.0
-    assert metrics["system/hpu_0_memory_usage_megabytes"] == 40960.0
-    assert metrics["system/hpu_0_power_usage_watts"] == 512.0
-    assert metrics["system/hpu_0_memory_usage_percentage"] == 41.67
-    assert metrics["system/hpu_1_power_usage_watts"] == 97.0 and len(metrics) == 8
+    assert metrics["hpu_0_utilization_percentage"] == 87.0
+    assert metrics["hpu_0_memory_usage_megabytes"] == 40960.0
+    assert metrics["hpu_0_power_usage_watts"] == 512.0
+    assert metrics["hpu_0_memory_usage_percentage"] == 41.67
+    assert metrics["hpu_1_power_usage_watts"] == 97.0 and len(metrics) == 8
 
 
 def test_hl_smi_unexpected_output_is_an_error():
@@ -43,29 +44,29 @@ def test_hlml_sampler_converts_units(monkeypatch):
     fake = install_pyhlml(monkeypatch, count=8, util=50, used=3 * 2**30, total=96 * 2**30, power_mw=420500)
     sampler = HlmlSampler(2)
     metrics = sampler.sample()
-    assert metrics["system/hpu_1_utilization_percentage"] == 51.0
-    assert metrics["system/hpu_0_memory_usage_megabytes"] == 3072.0
-    assert metrics["system/hpu_0_power_usage_watts"] == 420.5
-    assert not any(name.startswith("system/hpu_2") for name in metrics)
+    assert metrics["hpu_1_utilization_percentage"] == 51.0
+    assert metrics["hpu_0_memory_usage_megabytes"] == 3072.0
+    assert metrics["hpu_0_power_usage_watts"] == 420.5
+    assert not any(name.startswith("hpu_2") for name in metrics)
     sampler.close()
     assert fake.calls == ["init", "shutdown"]
 
 
 def test_gaudi_samplers_prefer_hlml_then_hl_smi(monkeypatch, caplog):
     install_pyhlml(monkeypatch)
-    assert isinstance(GaudiAccelerator("gaudi2").device_samplers(8)[0], HlmlSampler)
+    assert isinstance(GaudiAccelerator("gaudi2").device_samplers(device("gaudi2", 8))[0], HlmlSampler)
     monkeypatch.setitem(sys.modules, "pyhlml", None)  # import fails as if not installed
     monkeypatch.setattr(hlml_sampler.shutil, "which", lambda name: "/usr/bin/hl-smi")
     monkeypatch.setattr(hlml_sampler, "run_hl_smi", lambda fields: HL_SMI)
-    (sampler,) = GaudiAccelerator("gaudi2").device_samplers(1)
+    (sampler,) = GaudiAccelerator("gaudi2").device_samplers(device("gaudi2", 1))
     assert isinstance(sampler, HlSmiSampler)
-    assert set(sampler.sample()) == {f"system/hpu_0_{m}" for m in (
+    assert set(sampler.sample()) == {f"hpu_0_{m}" for m in (
         "utilization_percentage", "memory_usage_megabytes", "power_usage_watts", "memory_usage_percentage")}
     monkeypatch.setattr(hlml_sampler.shutil, "which", lambda name: None)
     with caplog.at_level(logging.WARNING):
-        assert GaudiAccelerator("gaudi2").device_samplers(1) == []
+        assert GaudiAccelerator("gaudi2").device_samplers(device("gaudi2", 1)) == []
     assert "HPU telemetry off" in caplog.text and "hl-smi is not on PATH" in caplog.text
 
 
 def test_reading_without_total_has_no_percentage():
-    assert "system/hpu_0_memory_usage_percentage" not in hpu_metrics([HpuReading(0, 1, 2, 0, 3)])
+    assert "hpu_0_memory_usage_percentage" not in hpu_metrics([HpuReading(0, 1, 2, 0, 3)])

@@ -14,8 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from bridgetower_mlflow.accelerators.gaudi_args import HABANA_CLIP_CONFIG, gaudi_config_overrides, gaudi_training_kwargs
-from bridgetower_mlflow.config import TrainConfig
+from bridgetower_mlflow.accelerators.base import RecipeSettings
+from bridgetower_mlflow.accelerators.gaudi.arguments import (
+    HABANA_CLIP_CONFIG,
+    gaudi_config_overrides,
+    gaudi_training_kwargs,
+)
 
 VERSION = "1.21.2"
 CACHE = Path.home() / ".cache" / "bridgetower-mlflow" / "wheels"
@@ -49,9 +53,8 @@ def _dataclass_fields(cls: ast.ClassDef) -> dict[str, ast.AnnAssign]:
 
 
 def _study_kwargs(strategy: str = "ddp") -> dict:
-    config = TrainConfig(accel="gaudi2", devices=8, distribution_strategy=strategy)
-    return gaudi_training_kwargs(COMMON, config, gaudi_config_name="Habana/clip", strategies={"ddp", "fast_ddp"},
-                                 distributed=True)
+    settings = RecipeSettings(COMMON, distribution_strategy=strategy, world_size=8)
+    return gaudi_training_kwargs(COMMON, settings, gaudi_config_name="Habana/clip", strategies={"ddp", "fast_ddp"})
 
 
 def test_gaudi_training_arguments_accept_every_keyword(wheel):
@@ -83,7 +86,10 @@ def test_gaudi_config_keywords_exist(wheel):
               and isinstance(call.func, ast.Attribute) and call.func.attr == "pop" and call.args
               and isinstance(call.args[0], ast.Constant)}
     assert set(HABANA_CLIP_CONFIG) <= popped
-    assert set(gaudi_config_overrides(TrainConfig(precision="fp32"))) <= popped
+    assert set(gaudi_config_overrides("fp32")) <= popped
+    # the recipe logs the config with to_dict(): GaudiConfig is optimum's BaseConfig, a PretrainedConfig
+    cls = _class(wheel, "optimum/habana/transformers/gaudi_configuration.py", "GaudiConfig")
+    assert [base.id for base in cls.bases] == ["BaseConfig"]
 
 
 def test_gaudi_trainer_takes_gaudi_config(wheel):

@@ -1,7 +1,7 @@
 """dataloader_wait_fraction tells the truth: a slow loader reads high, a fast one low, and the
 measurement adds no device synchronization (host clocks around `next()` only).
 
-The real trainer (training.prepare + training_run._build_trainer, tiny preset, CPU) is driven
+The real trainer (train.prepare.prepare + train.trainer.build_trainer, tiny preset, CPU) is driven
 directly with its train dataset swapped for a slow one or an in-memory one; no MLflow run.
 """
 
@@ -14,12 +14,14 @@ import torch
 
 from bridgetower_mlflow.accelerators.registry import get_accelerator
 from bridgetower_mlflow.config import build_train_config
-from bridgetower_mlflow.launch import RankInfo
+from bridgetower_mlflow.contract import input_bound_label
+from bridgetower_mlflow.launch.ranks import RankInfo
 from bridgetower_mlflow.telemetry import loader_wait, throughput
-from bridgetower_mlflow.telemetry.loader_wait import TimedLoader, input_bound_label
+from bridgetower_mlflow.telemetry.loader_wait import TimedLoader
 from bridgetower_mlflow.telemetry.throughput import ThroughputCallback, combine_ranks
-from bridgetower_mlflow.training import prepare
-from bridgetower_mlflow.training_run import _build_trainer
+from bridgetower_mlflow.tracking.null_sink import NullSink
+from bridgetower_mlflow.train.prepare import prepare
+from bridgetower_mlflow.train.trainer import build_trainer
 
 # CPU seconds burnt per batch: ~2-4x a tiny-model step of batch 4. CPU work rather than a sleep,
 # so the share stays put when other jobs slow this machine down (both sides slow down alike).
@@ -66,7 +68,7 @@ def _prepare(tmp_path_factory):
                                 dataloader_num_workers=0, throughput_warmup_steps=2, log_model=False,
                                 output_dir=str(tmp_path_factory.mktemp("out")))
     adapter = get_accelerator("cpu")
-    return config, adapter, prepare(config, adapter, RankInfo(0, 0, 1))
+    return config, adapter, prepare(config, adapter, adapter.detect(1, 1), RankInfo(0, 0, 1))
 
 
 def train_and_measure(prepared_run, train_dataset) -> dict:
@@ -74,7 +76,7 @@ def train_and_measure(prepared_run, train_dataset) -> dict:
     original = prepared.data.train
     prepared.data.train = train_dataset
     try:
-        trainer, meter = _build_trainer(config, adapter, prepared, None)
+        trainer, meter = build_trainer(config, prepared, NullSink())
         trainer.train()
     finally:
         prepared.data.train = original
@@ -120,7 +122,7 @@ def test_timing_a_step_reads_no_tensor(monkeypatch):
     meter = ThroughputCallback(_Sink(), lambda: loader, 2, 1, 1)
     state = type("State", (), {"global_step": 0})()
     meter.on_train_begin(None, state, None)
-    for batch in loader:
+    for _batch in loader:
         state.global_step += 1
         meter.on_step_end(None, state, None)
     assert touched == [] and loader.batches == 5

@@ -3,7 +3,7 @@
 from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.tracking.metric_buffer import MetricBuffer
-from bridgetower_mlflow.tracking.spill_upload import upload_spill
+from bridgetower_mlflow.tracking.spill import upload_spill
 
 
 class Outage:
@@ -62,7 +62,7 @@ def test_server_never_back_leaves_an_uploadable_spill(sqlite_uri, tmp_path, monk
 
 
 def test_next_run_replays_spills_earlier_runs_left_but_not_a_live_one(sqlite_uri, tmp_path):
-    from bridgetower_mlflow.tracking.spill_upload import hold_spill_lock, upload_leftovers
+    from bridgetower_mlflow.tracking.spill import hold_spill_lock, upload_leftovers
 
     client = MlflowClient(sqlite_uri)
     experiment = client.create_experiment("e")

@@ -5,8 +5,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import BIN, mlflow_run, no_running_runs
 from mlflow.tracking import MlflowClient
+
+from conftest import BIN, mlflow_run, no_running_runs
 
 pytestmark = pytest.mark.slow
 SMALL = {"accel": "cpu", "devices": 2, "max_steps": 6, "logging_steps": 2, "per_device_train_batch_size": 16,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
+
+from bridgetower_mlflow.cli import main
+
 from test_promote_support import (  # noqa: F401
     BETTER,
     WORSE,
@@ -14,8 +17,6 @@ from test_promote_support import (  # noqa: F401
     tiny_checkpoint,
     unique_name,
 )
-
-from bridgetower_mlflow.cli import main
 
 
 def promote(*args):

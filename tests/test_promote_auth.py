@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from conftest import AUTH_ADMIN, run_cli
 from test_promote_support import WORSE, log_trained_run, register, tiny_checkpoint  # noqa: F401
 

@@ -3,7 +3,8 @@
 import pytest
 
 from bridgetower_mlflow.errors import ConfigError
-from bridgetower_mlflow.tracking.promotion import (
+from bridgetower_mlflow.promote.decision import (
+    Gate,
     VersionFacts,
     check_alias,
     decide,
@@ -20,7 +21,7 @@ def facts(version, value, fingerprint=FP):
 
 
 def test_no_holder_promotes():
-    decision = decide(facts(1, 0.1), None, "champion", "acc", "max")
+    decision = decide(facts(1, 0.1), None, Gate("champion", "acc", "max"))
     assert decision.promote and decision.reason == "no version holds @champion"
     tags = decision_tags(decision)
     assert tags["promotion.previous_version"] == "" and tags["promotion.holder_value"] == ""
@@ -38,28 +39,28 @@ def test_no_holder_promotes():
     ("min", 1.95, 2.0, 0.1, False),
 ])
 def test_metric_rule(mode, candidate, holder, min_delta, promote):
-    decision = decide(facts(2, candidate), facts(1, holder), "champion", "m", mode, min_delta)
+    decision = decide(facts(2, candidate), facts(1, holder), Gate("champion", "m", mode, min_delta))
     assert decision.promote is promote, decision.reason
     assert f"vs {holder:.6g} of version 1" in decision.reason
 
 
 def test_different_or_unknown_eval_data_is_not_compared():
-    refused = decide(facts(2, 0.9, "aaaa"), facts(1, 0.1, "bbbb"), "champion", "acc", "max")
+    refused = decide(facts(2, 0.9, "aaaa"), facts(1, 0.1, "bbbb"), Gate("champion", "acc", "max"))
     assert not refused.promote and "eval data differ (version 2: aaaa, version 1: bbbb)" in refused.reason
-    unknown = decide(facts(2, 0.9, None), facts(1, 0.1), "champion", "acc", "max")
+    unknown = decide(facts(2, 0.9, None), facts(1, 0.1), Gate("champion", "acc", "max"))
     assert not unknown.promote and "version 2 has no dataset.eval_fingerprint tag" in unknown.reason
-    allowed = decide(facts(2, 0.9, "aaaa"), facts(1, 0.1, "bbbb"), "champion", "acc", "max",
-                     allow_different_data=True)
+    allowed = decide(facts(2, 0.9, "aaaa"), facts(1, 0.1, "bbbb"),
+                     Gate("champion", "acc", "max", allow_different_data=True))
     assert allowed.promote
 
 
 def test_same_version_changes_nothing():
-    decision = decide(facts(3, 0.5), facts(3, 0.5), "champion", "acc", "max")
+    decision = decide(facts(3, 0.5), facts(3, 0.5), Gate("champion", "acc", "max"))
     assert not decision.promote and decision.changes_nothing
 
 
 def test_record_and_description_line():
-    decision = decide(facts(2, 0.5), facts(1, 0.25), "prod", "acc", "max")
+    decision = decide(facts(2, 0.5), facts(1, 0.25), Gate("prod", "acc", "max"))
     tags = decision_tags(decision)
     assert tags["promotion.decision"] == "promoted" and tags["promotion.alias"] == "prod"
     assert (tags["promotion.candidate_value"], tags["promotion.holder_value"]) == ("0.5", "0.25")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import mlflow_run
 from mlflow.tracking import MlflowClient
+
+from conftest import mlflow_run
 from test_promote_support import module_store, register, store, tiny_checkpoint, unique_name  # noqa: F401
 
 pytestmark = pytest.mark.slow

@@ -36,8 +36,8 @@ class Store:
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory, cache_dir):
     """A saved random-init tiny model (save_pretrained + inference settings), as `train` saves it."""
+    from bridgetower_mlflow.model.checkpoint import save_checkpoint
     from bridgetower_mlflow.modeling import load_model
-    from bridgetower_mlflow.tracking.model_logging import save_checkpoint
 
     return save_checkpoint(load_model("tiny", 128, 0), tmp_path_factory.mktemp("checkpoint") / "final-model", 128)
 
@@ -46,12 +46,12 @@ def log_trained_run(checkpoint: Path, metrics: dict) -> TrainedRun:
     """A run with eval metrics and the logged pyfunc, like the end of `train`."""
     import mlflow
 
-    from bridgetower_mlflow.tracking.model_logging import log_pyfunc_model
+    from bridgetower_mlflow.model.publish import log_pyfunc_model
 
     with mlflow.start_run() as run:
         mlflow.set_tags({"dataset.eval_fingerprint": EVAL_FINGERPRINT, "dataset": "sample"})
         mlflow.log_metrics(metrics, step=1)
-        info = log_pyfunc_model(checkpoint, run.info.run_id, step=1)
+        info = log_pyfunc_model(checkpoint, step=1)
     return TrainedRun(run.info.run_id, info, metrics)
 
 
@@ -78,7 +78,7 @@ def register(name: str, run: TrainedRun, **tag_overrides) -> str:
     """A version of the run's model tagged as `train --register-as` tags it; None drops a tag."""
     from mlflow.tracking import MlflowClient
 
-    from bridgetower_mlflow.tracking.model_logging import register_version
+    from bridgetower_mlflow.model.publish import register_version
 
     tags = {"run_id": run.run_id, "dataset": "sample", "dataset.eval_fingerprint": EVAL_FINGERPRINT,
             **{key: f"{value:.6g}" for key, value in run.metrics.items()}}

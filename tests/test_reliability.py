@@ -6,8 +6,9 @@ import subprocess
 import time
 
 import pytest
-from conftest import BIN, MlflowServer, no_running_runs
 from mlflow.tracking import MlflowClient
+
+from conftest import BIN, MlflowServer, no_running_runs
 
 pytestmark = pytest.mark.slow
 STEP_KEYS = ("loss", "step_samples_per_second", "step_dataloader_wait_fraction")
@@ -77,8 +78,8 @@ def test_sigkill_then_resume_continues_the_same_run(cache_dir, sqlite_uri, tmp_p
             "8", "--dataloader-num-workers", "0", "--log-model", "false", "--output-dir", str(tmp_path / "out")]
     first = _train(args, start_new_session=True)
     run_id = _wait_for(lambda: _one_run(client))
-    _wait_for(lambda: len(_steps(client, run_id, "loss")) >= 8 and any((tmp_path / "out" / run_id).glob("checkpoint-*")),
-              interval=0.1)
+    checkpoints = tmp_path / "out" / run_id
+    _wait_for(lambda: len(_steps(client, run_id, "loss")) >= 8 and any(checkpoints.glob("checkpoint-*")), interval=0.1)
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
     before = _steps(client, run_id, "loss")

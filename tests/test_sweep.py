@@ -2,6 +2,7 @@
 
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -12,9 +13,10 @@ from bridgetower_mlflow.sweep.grid import parse_device_decode, parse_workers, pl
 
 FAKE_TRAIN = textwrap.dedent("""
     import argparse, os, shlex, sys
+    sys.path.insert(0, os.environ["FAKES_DIR"])
     from mlflow import MlflowClient
     from mlflow.entities import Metric, Param, RunTag
-    from bridgetower_mlflow.compare.synthetic import TrainRunSpec, train_run_contents
+    from fakes.synthetic_runs import TrainRunSpec, train_run_contents
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--accel")
@@ -49,6 +51,7 @@ def fake_store(tmp_path, monkeypatch):
     client.create_experiment("sweeps", artifact_location=str(tmp_path / "artifacts"))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("BRIDGETOWER_TRAIN_CMD", f"{sys.executable} {script}")
+    monkeypatch.setenv("FAKES_DIR", str(Path(__file__).parent))
     for name in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME", "FAKE_TRAIN_CRASH_WORKERS"):
         monkeypatch.delenv(name, raising=False)
     return client

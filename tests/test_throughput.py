@@ -2,13 +2,15 @@
 
 import pytest
 
-from bridgetower_mlflow.telemetry.loader_wait import input_bound_label
+from bridgetower_mlflow.contract import input_bound_label
 from bridgetower_mlflow.telemetry.throughput import RankThroughput, combine_ranks
 
 
 def test_global_throughput_sums_ranks_over_the_slowest_window():
-    ranks = [RankThroughput(steps=10, samples=480, seconds=4.0, wait_seconds=0.4, total_seconds=6, total_wait_seconds=1),
-             RankThroughput(steps=10, samples=480, seconds=5.0, wait_seconds=1.5, total_seconds=7, total_wait_seconds=2)]
+    ranks = [RankThroughput(steps=10, samples=480, seconds=4.0, wait_seconds=0.4, total_seconds=6,
+                            total_wait_seconds=1),
+             RankThroughput(steps=10, samples=480, seconds=5.0, wait_seconds=1.5, total_seconds=7,
+                            total_wait_seconds=2)]
     figures = combine_ranks(ranks)
     assert figures["train_samples_per_second"] == pytest.approx(960 / 5.0)
     assert figures["train_samples_per_second_per_device"] == pytest.approx(96.0)

@@ -5,10 +5,11 @@ import base64
 import mlflow
 import pandas as pd
 import pytest
-from conftest import mlflow_run, no_running_runs
 from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.data.sample import default_sample_dir
+
+from conftest import mlflow_run, no_running_runs
 
 pytestmark = pytest.mark.slow
 DESIGN_TAGS = ("accelerator", "accelerator.device_name", "accelerator.count", "accelerator.memory_gb",

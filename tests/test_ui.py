@@ -5,8 +5,9 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import ARTIFACTS, BIN
 from mlflow.tracking import MlflowClient
+
+from conftest import ARTIFACTS, BIN
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -23,23 +23,21 @@ from ..cli_support import CONTEXT, dual_option, reports_errors
               help="Log the outputs as artifacts of a `compare` run.")
 @dual_option("parent_run_id", default="", help="Compare only children of this run and log on it (sweep).")
 @reports_errors
-def compare_command(experiment_name, experiment_id, filter_string, baseline, allow_diff, reference,
-                    output_dir, log_to_mlflow, parent_run_id):
+def compare_command(**options):
     """Group train runs into identical configurations and report speedups across accelerators."""
     from .report import CompareOptions, run_compare
 
-    options = CompareOptions(
-        experiment_names=tuple(n for n in experiment_name if n.strip()),
-        experiment_ids=tuple(experiment_id),
-        filter_string=filter_string.strip(),
-        baseline=baseline or None,
-        allow_diff=allow_diff,
-        reference=reference,
-        output_dir=output_dir or None,
-        log_to_mlflow=log_to_mlflow,
-        parent_run_id=parent_run_id.strip(),
-    )
-    outcome = run_compare(options)
+    outcome = run_compare(CompareOptions(
+        experiment_names=tuple(n for n in options["experiment_name"] if n.strip()),
+        experiment_ids=tuple(options["experiment_id"]),
+        filter_string=options["filter_string"].strip(),
+        baseline=options["baseline"] or None,
+        allow_diff=options["allow_diff"],
+        reference=options["reference"],
+        output_dir=options["output_dir"] or None,
+        log_to_mlflow=options["log_to_mlflow"],
+        parent_run_id=options["parent_run_id"].strip(),
+    ))
     click.echo(outcome.text)
     for path in outcome.files:
         click.echo(f"wrote {path}")

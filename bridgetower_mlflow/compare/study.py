@@ -40,8 +40,9 @@ STUDY_CAVEATS = {
 }
 
 
-def _published(accelerator: str, workers: int, decode: str, loader: str, value: float,
-               source: str, warmup: str, index: int) -> RunRecord:
+def _published(accelerator: str, row: tuple, source: str, warmup: str, index: int) -> RunRecord:
+    """One published number; `row` is (workers, decode, data_loader, samples/s)."""
+    workers, decode, loader, value = row
     return RunRecord(
         run_id=f"published-{accelerator}-{index}",
         run_name=f"{accelerator} w{workers} decode={decode} (published)",
@@ -72,8 +73,8 @@ def study_records() -> list[RunRecord]:
     for accelerator, rows in BLOG_NUMBERS.items():
         for index, (workers, decode, loader, value) in enumerate(rows):
             # the blog mixed warmup rules across vendors; one label keeps its rows together
-            records.append(_published(accelerator, workers, decode, loader, value,
-                                      BLOG_SOURCE, "3 on Gaudi, none on GPU", index))
-    records.append(_published("gaudi2", 2, "device", "habana-mediapipe", CI_GAUDI2_SAMPLES_PER_SECOND,
-                              CI_SOURCE, "3", 9))
+            records.append(_published(accelerator, (workers, decode, loader, value), BLOG_SOURCE,
+                                      "3 on Gaudi, none on GPU", index))
+    ci_row = (2, "device", "habana-mediapipe", CI_GAUDI2_SAMPLES_PER_SECOND)
+    records.append(_published("gaudi2", ci_row, CI_SOURCE, "3", 9))
     return records

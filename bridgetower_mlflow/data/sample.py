@@ -48,7 +48,8 @@ def text_corpus() -> list[str]:
 
 def _describe(location: str, objects: list[str]) -> str:
     parts = [f"a {name} {PLACES[slot]}" for slot, name in enumerate(objects) if name]
-    return f"A cartoon in {location} of " + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1] + "."
+    listed = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    return f"A cartoon in {location} of {listed}."
 
 
 def _draw(rng: random.Random, objects: list[str]) -> Image.Image:

@@ -38,23 +38,22 @@ def summary(decision, model_name: str, dry_run: bool) -> str:
 @bool_option("fail_if_not_promoted", "Exit 1 when the gate refuses (for CI).")
 @bool_option("allow_different_data", "Compare even when the versions' eval data fingerprints differ.")
 @reports_errors
-def promote_command(model_name, candidate, alias, metric, mode, min_delta, dry_run, fail_if_not_promoted,
-                    allow_different_data):
+def promote_command(**options):
     """Move a registry alias to a candidate version only if its metric beats the current holder's.
 
     Every decision is recorded as `promotion.*` tags on the candidate version and as a line in the
     registered model's description. Exit 0 whether or not the alias moved (1 with
     --fail-if-not-promoted when it did not); 2 on any error, with the registry left unchanged.
     """
-    from .decision import check_alias, resolve_mode
+    from .decision import Gate, check_alias, resolve_mode
     from .registry import promote
 
-    model_name, metric = model_name.strip(), metric.strip()
-    dry_run = parse_bool("dry_run", dry_run)
-    fail_if_not_promoted = parse_bool("fail_if_not_promoted", fail_if_not_promoted)
-    allow_different_data = parse_bool("allow_different_data", allow_different_data)
-    decision = promote(model_name, candidate, check_alias(alias.strip()), metric, resolve_mode(metric, mode),
-                       min_delta, dry_run, allow_different_data)
+    model_name, metric, alias = options["model_name"].strip(), options["metric"].strip(), options["alias"].strip()
+    dry_run = parse_bool("dry_run", options["dry_run"])
+    fail_if_not_promoted = parse_bool("fail_if_not_promoted", options["fail_if_not_promoted"])
+    gate = Gate(check_alias(alias), metric, resolve_mode(metric, options["mode"]), options["min_delta"],
+                parse_bool("allow_different_data", options["allow_different_data"]))
+    decision = promote(model_name, options["candidate"], gate, dry_run)
     line = summary(decision, model_name, dry_run)
     if fail_if_not_promoted and not decision.promote and not decision.changes_nothing:
         raise PromotionRefused(line)

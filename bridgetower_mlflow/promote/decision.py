@@ -29,16 +29,32 @@ class VersionFacts:
 
 
 @dataclass(frozen=True)
+class Gate:
+    """The rule a candidate must pass: beat @alias's holder on `metric` by at least `min_delta`."""
+
+    alias: str
+    metric: str
+    mode: str  # max: higher is better; min: lower is better
+    min_delta: float = 0.0
+    allow_different_data: bool = False
+
+
+@dataclass(frozen=True)
 class Decision:
     promote: bool
     reason: str
-    alias: str
-    metric: str
-    mode: str
-    min_delta: float
+    gate: Gate
     candidate: VersionFacts
     holder: VersionFacts | None
     decided_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    @property
+    def alias(self) -> str:
+        return self.gate.alias
+
+    @property
+    def metric(self) -> str:
+        return self.gate.metric
 
     @property
     def changes_nothing(self) -> bool:
@@ -72,18 +88,19 @@ def _data_mismatch(candidate: VersionFacts, holder: VersionFacts) -> str | None:
     return None
 
 
-def decide(candidate: VersionFacts, holder: VersionFacts | None, alias: str, metric: str, mode: str,
-           min_delta: float = 0.0, allow_different_data: bool = False) -> Decision:
+def decide(candidate: VersionFacts, holder: VersionFacts | None, gate: Gate) -> Decision:
     """Promote when there is no holder, or the candidate beats the holder by at least min_delta (> 0)."""
+    alias, metric, mode, min_delta = gate.alias, gate.metric, gate.mode, gate.min_delta
+
     def verdict(promote: bool, reason: str) -> Decision:
-        return Decision(promote, reason, alias, metric, mode, min_delta, candidate, holder)
+        return Decision(promote, reason, gate, candidate, holder)
 
     if holder is None:
         return verdict(True, f"no version holds @{alias}")
     if holder.version == candidate.version:
         return verdict(False, f"version {candidate.version} already holds @{alias}")
     mismatch = _data_mismatch(candidate, holder)
-    if mismatch and not allow_different_data:
+    if mismatch and not gate.allow_different_data:
         return verdict(False, f"{mismatch}; metrics not compared (--allow-different-data compares anyway)")
     gain = candidate.value - holder.value if mode == "max" else holder.value - candidate.value
     compared = (f"{metric} {candidate.value:.6g} vs {holder.value:.6g} of version {holder.version} "
@@ -108,8 +125,8 @@ def decision_tags(decision: Decision) -> dict[str, str]:
         "promotion.alias": decision.alias,
         "promotion.previous_version": holder.version if holder else "",
         "promotion.metric": decision.metric,
-        "promotion.mode": decision.mode,
-        "promotion.min_delta": f"{decision.min_delta:g}",
+        "promotion.mode": decision.gate.mode,
+        "promotion.min_delta": f"{decision.gate.min_delta:g}",
         "promotion.candidate_value": format_value(decision.candidate.value),
         "promotion.holder_value": format_value(holder.value if holder else None),
         "promotion.reason": decision.reason[:5000],

@@ -7,7 +7,16 @@ import os
 
 from ..errors import TrackingError
 from ..tracking.failures import registry_failure
-from .decision import FINGERPRINT_TAG, Decision, VersionFacts, decide, decision_tags, description_line, metric_value
+from .decision import (
+    FINGERPRINT_TAG,
+    Decision,
+    Gate,
+    VersionFacts,
+    decide,
+    decision_tags,
+    description_line,
+    metric_value,
+)
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +125,7 @@ def _tag_project_run(client, decision: Decision, dry_run: bool) -> None:
         log.warning("could not tag the project run %s with the decision: %s", run_id, exc)
 
 
-def promote(model_name: str, candidate: str, alias: str, metric: str, mode: str, min_delta: float = 0.0,
-            dry_run: bool = False, allow_different_data: bool = False, client=None) -> Decision:
+def promote(model_name: str, candidate: str, gate: Gate, dry_run: bool = False, client=None) -> Decision:
     """Resolve, decide and (unless dry_run) apply. Raises TrackingError with one line on any registry problem."""
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
@@ -126,11 +134,11 @@ def promote(model_name: str, candidate: str, alias: str, metric: str, mode: str,
     try:
         model = _registered_model(client, model_name)
         candidate_version = resolve_candidate(client, model, candidate)
-        facts = version_facts(client, model_name, candidate_version, metric, "candidate")
-        holder_version = (model.aliases or {}).get(alias)
-        holder = (version_facts(client, model_name, str(holder_version), metric, f"holder of @{alias}")
+        facts = version_facts(client, model_name, candidate_version, gate.metric, "candidate")
+        holder_version = (model.aliases or {}).get(gate.alias)
+        holder = (version_facts(client, model_name, str(holder_version), gate.metric, f"holder of @{gate.alias}")
                   if holder_version is not None else None)
-        decision = decide(facts, holder, alias, metric, mode, min_delta, allow_different_data)
+        decision = decide(facts, holder, gate)
         if not dry_run and not decision.changes_nothing:
             apply_decision(client, model_name, decision)
         _tag_project_run(client, decision, dry_run)

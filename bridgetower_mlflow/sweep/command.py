@@ -26,7 +26,7 @@ PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "per_device_train_batch_
 @dual_option("per_device_train_batch_size", default=None, help="Passed to train.")
 @click.pass_context
 @reports_errors
-def sweep_command(ctx, accel, workers, device_decode, repeats, baseline, experiment_name, **train_options):
+def sweep_command(ctx, **options):
     """Run the workers x device-decode x repeats grid as nested train runs, then compare them.
 
     Any other `--key value` (or anything after `--`) is passed to every train run.
@@ -35,12 +35,12 @@ def sweep_command(ctx, accel, workers, device_decode, repeats, baseline, experim
 
     passthrough = []
     for name in PASSTHROUGH_OPTIONS:
-        if train_options.get(name) not in (None, ""):
-            passthrough += [f"--{name.replace('_', '-')}", str(train_options[name])]
-    options = SweepOptions(accel=accel, workers=workers, device_decode=device_decode, repeats=repeats,
-                           baseline=baseline, experiment_name=experiment_name.strip(),
-                           passthrough=passthrough + list(ctx.args))
-    outcome = run_sweep(options, echo=click.echo)
+        if options.get(name) not in (None, ""):
+            passthrough += [f"--{name.replace('_', '-')}", str(options[name])]
+    sweep = SweepOptions(accel=options["accel"], workers=options["workers"], device_decode=options["device_decode"],
+                         repeats=options["repeats"], baseline=options["baseline"],
+                         experiment_name=options["experiment_name"].strip(), passthrough=passthrough + list(ctx.args))
+    outcome = run_sweep(sweep, echo=click.echo)
     done = len(outcome.results) - len(outcome.failed)
     click.echo(f"sweep {outcome.parent_run_id}: {done} of {len(outcome.results)} runs finished")
     if outcome.failed:

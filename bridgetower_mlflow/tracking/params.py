@@ -73,7 +73,8 @@ def prepare_params(params: dict) -> tuple[dict[str, str], dict[str, str]]:
         if is_secret(key, text, known):
             text = REDACTED
         full[key] = text
-        short_key = key if len(key) <= MAX_KEY else key[: MAX_KEY - 9] + "~" + hashlib.sha1(key.encode()).hexdigest()[:8]
+        digest = hashlib.sha1(key.encode()).hexdigest()[:8]
+        short_key = key if len(key) <= MAX_KEY else key[: MAX_KEY - 9] + "~" + digest
         short = text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 40] + f"...[{len(text)} chars: {PARAMS_FILE}]"
         loggable[short_key] = short
     return loggable, full

@@ -20,7 +20,8 @@ def upload_spill(path) -> tuple[int, set]:
     statuses = {}
     for row in rows:
         if "key" in row:
-            metrics.setdefault(row["run_id"], []).append(Metric(row["key"], row["value"], row["timestamp"], row["step"]))
+            metric = Metric(row["key"], row["value"], row["timestamp"], row["step"])
+            metrics.setdefault(row["run_id"], []).append(metric)
         elif "status" in row:
             statuses[row["run_id"]] = (row["status"], row.get("end_time"))
     sent = 0

@@ -107,7 +107,8 @@ def describe(config, prepared, metrics: dict, input_bound: str) -> str:
         f"| dataloader_wait_fraction | {_fmt(metrics.get('dataloader_wait_fraction'))} (input bound: {input_bound}) |",
         f"| train_loss | {_fmt(metrics.get('train_loss'), 4)} |",
         f"| eval_loss | {_fmt(metrics.get('eval_loss'), 4)} |",
-        f"| eval_recall_at_1 / at_5 | {_fmt(metrics.get('eval_recall_at_1'))} / {_fmt(metrics.get('eval_recall_at_5'))} |",
+        f"| eval_recall_at_1 / at_5 | {_fmt(metrics.get('eval_recall_at_1'))} / "
+        f"{_fmt(metrics.get('eval_recall_at_5'))} |",
         f"| eval_caption_match_accuracy | {_fmt(metrics.get('eval_caption_match_accuracy'))} |",
     ]
     return "\n".join(lines)

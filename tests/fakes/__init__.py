@@ -117,6 +117,9 @@ class FakeGaudiConfig:
             raise OSError("We couldn't connect to 'https://huggingface.co'")
         return cls(use_torch_autocast=True, use_fused_adam=True, use_fused_clip_norm=True)
 
+    def to_dict(self):  # optimum's BaseConfig (a PretrainedConfig) has it
+        return dict(vars(self))
+
     def save_pretrained(self, folder):
         import json
         from pathlib import Path

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 
 from bridgetower_mlflow.compare.study import BLOG_NUMBERS
-from bridgetower_mlflow.contract import DECODE_TAG, RUN_KIND_TAG
+from bridgetower_mlflow.contract import CPU_LOADER, DECODE_TAG, RUN_KIND_TAG, decode_class
 
 FILLER_PARAM_COUNT = 110  # train also logs the full TrainingArguments and model config
 LOADER_OF = {"gaudi2": "habana-mediapipe", "gaudi3": "habana-mediapipe", "a100": "nvjpeg",
@@ -30,12 +30,13 @@ class TrainRunSpec:
     raw_bool: str = ""  # how `mlflow run` spelled device_decode (e.g. 'True', '1')
     parent_run_id: str = ""
     repeat: int = 1
+    loader: str = ""  # the loader that actually ran, when it is not the asked-for one (a fallback)
 
 
 def train_run_contents(spec: TrainRunSpec) -> tuple[dict, dict, dict]:
     """(params, tags, metrics) as train logs them."""
-    loader = LOADER_OF.get(spec.accel, "torch-cpu") if spec.device_decode else "torch-cpu"
-    decode = "device" if spec.device_decode else "cpu"
+    loader = spec.loader or (LOADER_OF.get(spec.accel, CPU_LOADER) if spec.device_decode else CPU_LOADER)
+    decode = "device" if spec.device_decode else "cpu"  # what was asked: the run name says it
     params = {f"model.hidden_arg_{i}": str(i) for i in range(FILLER_PARAM_COUNT)}
     params.update({
         "accel": spec.accel, "model": spec.model, "dataset": "jmhessel/newyorker_caption_contest",
@@ -49,7 +50,8 @@ def train_run_contents(spec: TrainRunSpec) -> tuple[dict, dict, dict]:
     tags = {
         RUN_KIND_TAG: "train", "accelerator": spec.accel, "accelerator.device_name": spec.accel.upper(),
         "accelerator.count": str(spec.devices), "accelerator.memory_gb": "80", "data_loader": loader,
-        DECODE_TAG: decode, "input_bound": "no", "precision": spec.precision, "throughput.warmup_steps": str(spec.warmup_steps),
+        DECODE_TAG: decode_class(loader, spec.device_decode), "input_bound": "no", "precision": spec.precision,
+        "throughput.warmup_steps": str(spec.warmup_steps),
         "software.torch": "2.13.0", "software.transformers": "5.24.0",
         "mlflow.runName": f"{spec.accel} w{spec.workers} decode={decode} r{spec.repeat}",
     }

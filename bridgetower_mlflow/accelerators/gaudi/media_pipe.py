@@ -25,14 +25,18 @@ _pipe_ids = itertools.count()
 @functools.lru_cache(maxsize=1)
 def media_pipe_classes():
     """(reader impl class, pipe class, pytorch iterator class), defined once the vendor module loads."""
-    from habana_frameworks.mediapipe import fn
-    from habana_frameworks.mediapipe.media_types import dtype, ftype, imgtype, randomCropType, readerOutType
-    from habana_frameworks.mediapipe.mediapipe import MediaPipe
+    from habana_frameworks.mediapipe.plugins.iterator_pytorch import HPUGenericPytorchIterator
+
+    reader = _reader_class()
+    return reader, _pipe_class(reader), HPUGenericPytorchIterator
+
+
+def _reader_class():
+    from habana_frameworks.mediapipe.media_types import dtype, readerOutType
     from habana_frameworks.mediapipe.operators.reader_nodes.reader_nodes import (
         media_ext_reader_op_impl,
         media_ext_reader_op_tensor_info,
     )
-    from habana_frameworks.mediapipe.plugins.iterator_pytorch import HPUGenericPytorchIterator
 
     class PathsAndTokensReader(media_ext_reader_op_impl):
         """Yields (file paths, input_ids, attention_mask) for this rank's next batch."""
@@ -66,15 +70,24 @@ def media_pipe_classes():
         def get_media_output_type(self):
             return readerOutType.FILE_LIST
 
+    return PathsAndTokensReader
+
+
+def _pipe_class(reader_class):
+    from habana_frameworks.mediapipe import fn
+    from habana_frameworks.mediapipe.media_types import dtype, ftype, imgtype, randomCropType
+    from habana_frameworks.mediapipe.mediapipe import MediaPipe
+
     class BridgeTowerMediaPipe(MediaPipe):
-        def __init__(self, source: dict, batch_size: int, image_size: int, mean, std, queue_depth: int = 3):
+        def __init__(self, source: dict, batch_size: int, image, queue_depth: int = 3):
             super().__init__(device="legacy", prefetch_depth=queue_depth, batch_size=batch_size,
                              pipe_name=f"BridgeTowerMediaPipe:{next(_pipe_ids)}")
-            self.reader = fn.MediaExtReaderOp(impl=PathsAndTokensReader, num_outputs=3, priv_params=source)
+            image_size = image.size
+            self.reader = fn.MediaExtReaderOp(impl=reader_class, num_outputs=3, priv_params=source)
             self.decode = fn.ImageDecoder(device="hpu", output_format=imgtype.RGB_P,
                                           random_crop_type=randomCropType.CENTER_CROP,
                                           resize=[image_size, image_size], resampling_mode=ftype.BICUBIC)
-            mean_255, inv_std_255 = media_norm_constants(mean, std)
+            mean_255, inv_std_255 = media_norm_constants(image.mean, image.std)
             self.mean = fn.MediaConst(data=mean_255, shape=[1, 1, 3], dtype=dtype.FLOAT32)()
             self.inv_std = fn.MediaConst(data=inv_std_255, shape=[1, 1, 3], dtype=dtype.FLOAT32)()
             self.normalize = fn.CropMirrorNorm(crop_w=image_size, crop_h=image_size, crop_pos_x=0.5,
@@ -84,7 +97,7 @@ def media_pipe_classes():
             files, input_ids, masks = self.reader()
             return self.normalize(self.decode(files), self.mean, self.inv_std), input_ids, masks
 
-    return PathsAndTokensReader, BridgeTowerMediaPipe, HPUGenericPytorchIterator
+    return BridgeTowerMediaPipe
 
 
 def media_norm_constants(mean, std) -> tuple[np.ndarray, np.ndarray]:
@@ -144,10 +157,10 @@ def build_media_pipe_loader(request: DecodeRequest) -> DeviceLoader:
     plan = RankBatchPlan(len(dataset), request.batch_size, seed=request.seed, rank=request.rank,
                          world_size=request.world_size, pad_last_batch=True)
     source = reader_source(dataset, plan)
-    image = request.image
     try:
-        pipe = pipe_class(source, request.batch_size, image.size, image.mean, image.std)
+        pipe = pipe_class(source, request.batch_size, request.image)
         iterator = iterator_class(mediapipe=pipe)
     except Exception as exc:  # noqa: BLE001 - any start-up failure becomes the reported reason
-        raise DeviceDecodeUnavailable(f"the Habana media pipeline failed to start: {type(exc).__name__}: {exc}") from None
+        raise DeviceDecodeUnavailable(
+            f"the Habana media pipeline failed to start: {type(exc).__name__}: {exc}") from None
     return DeviceLoader(name=MEDIAPIPE_LOADER, loader=MediaPipeBatches(iterator, plan), length=len(plan))

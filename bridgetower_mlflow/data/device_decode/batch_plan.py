@@ -9,10 +9,10 @@ class RankBatchPlan:
     """Shuffled, rank-sharded index batches; `set_epoch` reshuffles like DistributedSampler."""
 
     def __init__(self, size: int, batch_size: int, *, seed: int, rank: int = 0, world_size: int = 1,
-                 pad_last_batch: bool = False, shuffle: bool = True):
+                 pad_last_batch: bool = False):
         self.size, self.batch_size, self.seed = size, batch_size, seed
         self.rank, self.world_size = rank, world_size
-        self.pad_last_batch, self.shuffle, self.epoch = pad_last_batch, shuffle, 0
+        self.pad_last_batch, self.epoch = pad_last_batch, 0
         self.per_rank = math.ceil(size / world_size)
 
     def set_epoch(self, epoch: int) -> None:
@@ -24,11 +24,8 @@ class RankBatchPlan:
     def rank_indices(self) -> list[int]:
         import torch
 
-        if self.shuffle:
-            generator = torch.Generator().manual_seed(self.seed + self.epoch)
-            order = torch.randperm(self.size, generator=generator).tolist()
-        else:
-            order = list(range(self.size))
+        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        order = torch.randperm(self.size, generator=generator).tolist()
         total = self.per_rank * self.world_size
         order = wrap(order, total)  # every rank gets the same count, as DistributedSampler
         return order[self.rank:total:self.world_size]

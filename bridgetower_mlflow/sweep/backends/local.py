@@ -91,7 +91,7 @@ def run_child(context: SweepContext, cell: SweepCell) -> ChildResult:
 def _attach_log(client, run_id: str, log_path: Path) -> None:
     try:
         client.log_artifact(run_id, str(log_path), "sweep")
-    except Exception as exc:  # an artifact-store hiccup must not stop the sweep
+    except Exception as exc:  # noqa: BLE001 - an artifact-store hiccup must not stop the sweep
         print(f"warning: could not log the train output of {run_id}: {exc}", file=sys.stderr)
 
 

@@ -1,0 +1,67 @@
+"""The tree keeps its shape: every module imports on its own, small modules, narrow functions, one schema."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bridgetower_mlflow.config import SCHEMA, build_train_config
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "bridgetower_mlflow"
+MODULES = sorted(".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+                 for p in PACKAGE.rglob("*.py"))
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def _import_alone(module: str) -> tuple[str, str]:
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True,
+                          timeout=180, cwd=REPO)
+    return module, (done.stderr.strip().splitlines() or [""])[-1] if done.returncode else ""
+
+
+def test_every_module_imports_in_a_fresh_interpreter():
+    """A cycle shows up as a partially initialized module when its members are imported first."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failures = {module: error for module, error in pool.map(_import_alone, MODULES) if error}
+    assert failures == {}
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_module_is_small_and_its_functions_narrow(path):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"{len(lines)} lines"
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+            names = [n for n in names if n not in ("self", "cls")]
+            assert len(names) <= 6, f"{node.name} takes {len(names)} parameters"
+            assert node.end_lineno - node.lineno < 60, f"{node.name} is {node.end_lineno - node.lineno} lines"
+
+
+def test_mlproject_train_parameters_are_the_schema():
+    project = yaml.safe_load((REPO / "MLproject").read_text())
+    entry = project["entry_points"]["train"]
+    assert project["entry_points"]["main"] is entry  # one block, reused through a YAML anchor
+    fields = [spec for spec in SCHEMA if spec.metadata["project"]]
+    assert list(entry["parameters"]) == [spec.name for spec in fields]
+    declared = {name: spec["default"] for name, spec in entry["parameters"].items()}
+    assert build_train_config(**declared) == build_train_config()  # the same defaults, once parsed
+    for spec in fields:
+        assert f"--{spec.name.replace('_', '-')} {{{spec.name}}}" in entry["command"]
+
+
+def test_help_and_argument_errors_import_nothing_heavy():
+    probe = ("import sys\nfrom bridgetower_mlflow.cli import main\n"
+             "for argv in (['--help'], ['train', '--help'], ['sweep', '--help'], ['compare', '--help'],"
+             " ['promote', '--help'], ['train', '--accel', 'tpu']):\n"
+             "    try:\n        main(argv, standalone_mode=False)\n    except BaseException:\n        pass\n"
+             "print(sorted(m for m in ('torch', 'transformers', 'mlflow', 'datasets') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr[-2000:]
