@@ -39,6 +39,10 @@ RESUMED_TAG = "resumed"
 ERROR_TAG = "error"
 MODEL_URI_TAG = "model_uri"
 REGISTERED_MODEL_TAG = "registered_model"
+EXECUTION_MODE_TAG = "gaudi.execution_mode"  # what the HPU bridge reports after import: lazy or eager
+MFU_NOTE_TAG = "mfu.note"  # why there is no train_mfu
+ENERGY_NOTE_TAG = "energy.note"  # why there is no train_energy_joules
+ADVICE_TAG = "advice"  # one derived line: what to change next
 
 # --- data loaders (tag DATA_LOADER_TAG: what actually ran) and decode classes (tag DECODE_TAG) ---
 CPU_LOADER = "torch-cpu"
@@ -79,6 +83,13 @@ TRAIN_LOSS_METRIC = "train_loss"
 WAIT_METRIC = "dataloader_wait_fraction"
 WAIT_ALL_STEPS_METRIC = "dataloader_wait_fraction_all_steps"
 PEAK_MEMORY_METRIC = "device_peak_memory_gb"
+CPU_DECODED_METRIC = "data_loader_cpu_decoded_images"  # images a device loader had to decode on the CPU
+MODEL_FLOPS_METRIC = "model_flops_per_sample"  # forward + backward of one training sample, measured
+TFLOPS_METRIC = "train_model_tflops_per_second"  # all devices, over the measured window
+TFLOPS_PER_DEVICE_METRIC = "train_model_tflops_per_second_per_device"
+MFU_METRIC = "train_mfu"  # model FLOPs utilization against the device's dense peak
+ENERGY_METRIC = "train_energy_joules"  # device energy over the measured window, from hardware counters
+JOULES_PER_SAMPLE_METRIC = "train_joules_per_sample"
 EVAL_METRICS = ("eval_loss", "eval_recall_at_1", "eval_recall_at_5", "eval_runtime", "eval_samples_per_second")
 CAPTION_MATCH_METRIC = "eval_caption_match_accuracy"
 STEP_THROUGHPUT_METRIC = "step_samples_per_second"
