@@ -45,7 +45,8 @@ ENERGY_NOTE_TAG = "energy.note"  # why there is no train_energy_joules
 ADVICE_TAG = "advice"  # one derived line: what to change next
 
 # --- data loaders (tag DATA_LOADER_TAG: what actually ran) and decode classes (tag DECODE_TAG) ---
-CPU_LOADER = "torch-cpu"
+CPU_LOADER = "torch-cpu"  # data-loader workers decode on the CPU (OpenCV's fast path)
+CPU_PILLOW_LOADER = "torch-cpu-pillow"  # the same, on Pillow alone: OpenCV missing or refused here
 MEDIAPIPE_LOADER = "habana-mediapipe"
 NVJPEG_LOADER = "nvjpeg"
 DEVICE_LOADERS = (MEDIAPIPE_LOADER, NVJPEG_LOADER)

@@ -15,13 +15,14 @@ from bridgetower_mlflow.accelerators.cuda import nvjpeg  # noqa: E402
 from bridgetower_mlflow.accelerators.cuda.adapter import CudaAccelerator  # noqa: E402
 from bridgetower_mlflow.accelerators.cuda.arguments import cuda_training_kwargs, nvidia_label  # noqa: E402
 from bridgetower_mlflow.data.device_decode.batch_plan import RankBatchPlan  # noqa: E402
-from bridgetower_mlflow.data.device_decode.image_ops import crop_resize, normalize  # noqa: E402
+from bridgetower_mlflow.data.device_decode.image_ops import DeviceImageOps  # noqa: E402
 from bridgetower_mlflow.data.device_decode.sources import JpegBytesCollate  # noqa: E402
 from bridgetower_mlflow.data.image_transform import ImageSpec  # noqa: E402
 from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError, DeviceDecodeUnavailable  # noqa: E402
 
 from fakes import fake_cuda, install_pynvml  # noqa: E402
 from fakes.data import make_jpeg_dataset, pil_reference  # noqa: E402
+from fakes.nvml import gpus  # noqa: E402
 from fakes.requests import MEAN, STD, decode_request, device, settings  # noqa: E402
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no NVIDIA GPU visible to torch")
@@ -118,27 +119,34 @@ def test_crop_resize_normalize_matches_the_cpu_reference(tmp_path):
     from PIL import Image
 
     images = [torch.from_numpy(np.asarray(Image.open(p).convert("RGB")).transpose(2, 0, 1).copy()) for p in paths]
-    got = normalize(crop_resize(images, 32), MEAN, STD).numpy()
+    ops = DeviceImageOps(ImageSpec(32, MEAN, STD), "cpu")
+    got = ops.normalize(ops.crop_resize(images)).numpy()
     want = np.stack([pil_reference(p, 32, MEAN, STD) for p in paths])
     assert got.shape == (5, 3, 32, 32)
     assert_same_meaning(got, want)
 
 
-def test_nvjpeg_batches_decode_and_transform(tmp_path, monkeypatch):
-    dataset = make_jpeg_dataset(tmp_path)
+def _pil_decode(jpegs, device):
+    """What nvJPEG returns, computed on the CPU: (3,H,W) uint8 RGB tensors."""
+    import io
+
     from PIL import Image
 
-    def cpu_decode(jpegs, sources, device):
-        import io
+    return [torch.from_numpy(np.asarray(Image.open(io.BytesIO(j.numpy().tobytes())).convert("RGB"))
+                             .transpose(2, 0, 1).copy()) for j in jpegs]
 
-        return [torch.from_numpy(np.asarray(Image.open(io.BytesIO(j.numpy().tobytes())).convert("RGB"))
-                                 .transpose(2, 0, 1).copy()) for j in jpegs]
 
-    monkeypatch.setattr(nvjpeg, "decode_on_gpu", cpu_decode)
-    plan = RankBatchPlan(len(dataset), 2, seed=1)
-    loader = torch.utils.data.DataLoader(dataset, batch_sampler=plan,
-                                         collate_fn=JpegBytesCollate("image"))
-    batches = list(nvjpeg.NvjpegBatches(loader, plan, device="cpu", image=ImageSpec(16, MEAN, STD)))
+def _batches(dataset, drop_last=True, batch_size=2):
+    plan = RankBatchPlan(len(dataset), batch_size, seed=1, drop_last=drop_last)
+    loader = torch.utils.data.DataLoader(dataset, batch_sampler=plan, collate_fn=JpegBytesCollate("image"))
+    return nvjpeg.NvjpegBatches(loader, plan, dataset, DeviceImageOps(ImageSpec(16, MEAN, STD), "cpu"))
+
+
+def test_nvjpeg_batches_decode_and_transform(tmp_path, monkeypatch):
+    dataset = make_jpeg_dataset(tmp_path)
+    monkeypatch.setattr(nvjpeg, "decode_on_gpu", _pil_decode)
+    assert [b["pixel_values"].shape[0] for b in _batches(dataset)] == [2, 2]  # dataloader_drop_last holds
+    batches = list(_batches(dataset, drop_last=False))
     assert [b["pixel_values"].shape[0] for b in batches] == [2, 2, 1]
     first = batches[0]
     assert first["return_loss"] is True and first["input_ids"].dtype == torch.long
@@ -172,19 +180,26 @@ def test_png_is_refused_with_a_reason(tmp_path, monkeypatch):
 
 
 def test_rank_plans_split_the_data_and_reshuffle():
-    plans = [RankBatchPlan(10, 3, seed=7, rank=r, world_size=2) for r in range(2)]
+    plans = [RankBatchPlan(10, 3, seed=7, rank=r, world_size=2, drop_last=False) for r in range(2)]
     seen = [i for plan in plans for batch in plan for i in batch]
     assert sorted(seen) == list(range(10)) and len(plans[0]) == 2
     first = [list(plans[0])]
     plans[0].set_epoch(1)
     assert [list(plans[0])] != first
-    padded = RankBatchPlan(5, 4, seed=0, pad_last_batch=True)
+    padded = RankBatchPlan(5, 4, seed=0, drop_last=False)
+    padded.pad_last_batch = True
     assert [len(b) for b in padded] == [4, 4]
+    assert [len(b) for b in RankBatchPlan(5, 4, seed=0)] == [4]  # drop_last: full batches only
+    resumed = RankBatchPlan(12, 2, seed=0)
+    whole = list(resumed)
+    resumed.skip_once(4)
+    assert list(resumed) == whole[4:] and list(resumed) == whole  # the skip applies to one pass only
 
 
 def test_mlflow_gpu_metrics_and_extra_sampler(monkeypatch):
-    install_pynvml(monkeypatch)
+    install_pynvml(monkeypatch, gpus(4))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # ordinals are NVML indices then
     adapter = CudaAccelerator("cuda")
     (sampler,) = adapter.device_samplers(device("cuda", count=2))
     metrics = sampler.sample()
@@ -193,6 +208,45 @@ def test_mlflow_gpu_metrics_and_extra_sampler(monkeypatch):
     mlflow_names = ("utilization_percentage", "memory_usage_megabytes", "memory_usage_percentage",
                     "power_usage_watts", "power_usage_percentage")
     assert not [name for name in metrics if name.endswith(mlflow_names) and "bandwidth" not in name]
+
+
+def test_gpus_are_found_by_uuid_whatever_the_cuda_order(monkeypatch):
+    """CUDA (fastest first) sees NVML's GPUs 3 and 1, in that order: metrics name the right ones."""
+    devices = gpus(4)
+    install_pynvml(monkeypatch, devices)
+    fake_cuda(monkeypatch, names=("NVIDIA H100 80GB HBM3",) * 2, uuids=[devices[3].uuid[4:], devices[1].uuid[4:]])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    devices[3].clock_mhz, devices[1].clock_mhz = 1410, 1755
+    metrics = CudaAccelerator("cuda").device_samplers(device("h100", count=2))[0].sample()
+    assert (metrics["gpu_3_sm_clock_mhz"], metrics["gpu_1_sm_clock_mhz"]) == (1410.0, 1755.0)
+    assert not any(name.startswith(("gpu_0_", "gpu_2_")) for name in metrics)
+
+
+def test_uuid_and_mig_entries_in_cuda_visible_devices(monkeypatch):
+    devices = gpus(3)
+    devices[2].uuid = "MIG-7f3a9c2e-1111-2222-3333-444444444444"
+    install_pynvml(monkeypatch, devices)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{devices[2].uuid},{devices[1].uuid}")
+    metrics = CudaAccelerator("cuda").device_samplers(device("cuda", count=2))[0].sample()
+    assert {name.split("_")[1] for name in metrics} == {"2", "1"}
+
+
+def test_one_refused_nvml_call_keeps_the_rest_of_the_sample(monkeypatch):
+    devices = gpus(2)
+    devices[0].not_supported = {"utilization"}  # MIG: no utilization rates
+    install_pynvml(monkeypatch, devices)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    metrics = CudaAccelerator("cuda").device_samplers(device("cuda", count=2))[0].sample()
+    assert "gpu_0_memory_bandwidth_utilization_percentage" not in metrics
+    assert metrics["gpu_0_sm_clock_mhz"] == 1980.0 and metrics["gpu_1_memory_bandwidth_utilization_percentage"] == 42.0
+
+
+def test_nvml_library_missing_turns_telemetry_off(monkeypatch, caplog):
+    install_pynvml(monkeypatch, library=False)
+    with caplog.at_level("WARNING"):
+        assert CudaAccelerator("cuda").device_samplers(device("cuda")) == []
+    assert "NVML Shared Library Not Found" in caplog.text
 
 
 @pytest.mark.cuda

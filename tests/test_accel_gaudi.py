@@ -172,8 +172,9 @@ def test_peak_memory_uses_the_hpu_module(monkeypatch):
     assert GaudiAccelerator("gaudi2").peak_memory_gb() == 3.0
 
 
-def _loader(dataset, kind="gaudi2"):
-    return GaudiAccelerator(kind).device_decode_loader(decode_request(dataset, num_workers=2, kind=kind))
+def _loader(dataset, kind="gaudi2", drop_last=True):
+    request = decode_request(dataset, num_workers=2, kind=kind, drop_last=drop_last)
+    return GaudiAccelerator(kind).device_decode_loader(request)
 
 
 def test_media_pipe_unavailable_reasons(monkeypatch, tmp_path):
@@ -197,7 +198,8 @@ def test_media_pipe_start_failure_is_reported(monkeypatch, tmp_path):
 def test_media_pipe_batches_mean_what_the_cpu_path_means(monkeypatch, tmp_path):
     install_mediapipe(monkeypatch)
     dataset = make_jpeg_dataset(tmp_path)
-    device_loader = _loader(dataset)
+    assert _loader(dataset).length == 2  # dataloader_drop_last: full batches only, as the CPU loader
+    device_loader = _loader(dataset, drop_last=False)
     assert device_loader.name == "habana-mediapipe" and device_loader.length == 3
     batches = list(device_loader.loader)
     assert [b["pixel_values"].shape for b in batches] == [torch.Size([2, 3, 16, 16])] * 3  # last one padded

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..data.image_transform import normalize_batch
 from ..telemetry.loader_wait import TimedLoader
+from .loaders import ResumingLoader
 
 
 def build_trainer_class(base: type) -> type:
@@ -12,14 +13,19 @@ def build_trainer_class(base: type) -> type:
     class BridgeTowerTrainer(base):
         device_loader = None  # accelerators.base.DeviceLoader when decoding on the device
         image = None  # data.image_transform.ImageSpec
-        timed_loader: TimedLoader | None = None
+        train_loader: ResumingLoader | None = None
+
+        @property
+        def timed_loader(self) -> TimedLoader | None:
+            return self.train_loader.timed if self.train_loader is not None else None
 
         def get_train_dataloader(self):
             if self.device_loader is not None:
-                self.timed_loader = TimedLoader(self.device_loader.loader, self.device_loader.length)
+                loader, length = self.device_loader.loader, self.device_loader.length
             else:
-                self.timed_loader = TimedLoader(super().get_train_dataloader())
-            return self.timed_loader
+                loader, length = super().get_train_dataloader(), None
+            self.train_loader = ResumingLoader(loader, self, length)
+            return self.train_loader
 
         def get_eval_dataloader(self, eval_dataset=None):
             return TimedLoader(super().get_eval_dataloader(eval_dataset))

@@ -10,6 +10,7 @@ import importlib.machinery
 import sys
 import types
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 
 
@@ -26,59 +27,56 @@ def _module(monkeypatch, name: str, **attrs) -> types.ModuleType:
     return module
 
 
-def fake_cuda(monkeypatch, names=("NVIDIA H100 80GB HBM3",), memory_gb=80, capability=(9, 0), bf16=True):
-    """Make torch.cuda report the given GPUs."""
+def fake_cuda(monkeypatch, names=("NVIDIA H100 80GB HBM3",), memory_gb=80, capability=(9, 0), bf16=True,
+              uuids=None):
+    """Make torch.cuda report the given GPUs; `uuids` are what torch prints for each (no GPU- prefix)."""
     import torch
 
-    props = SimpleNamespace(total_memory=int(memory_gb * 2**30), major=capability[0], minor=capability[1])
+    uuids = uuids or [f"{i:08x}-aaaa-bbbb-cccc-dddddddddddd" for i in range(len(names))]
+    props = [SimpleNamespace(total_memory=int(memory_gb * 2**30), major=capability[0], minor=capability[1],
+                             uuid=uuid) for uuid in uuids]
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: len(names))
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: names[i])
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: props)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: props[i])
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=None: capability)
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: bf16)
     monkeypatch.setattr(torch.version, "cuda", "12.8")
 
 
-def install_pynvml(monkeypatch, driver=b"570.86.15", clock=1980, temperature=61, memory_util=42):
-    handles = {}
-    return _module(
-        monkeypatch, "pynvml", NVML_CLOCK_SM=1, NVML_TEMPERATURE_GPU=0,
-        nvmlInit=lambda: None, nvmlShutdown=lambda: None,
-        nvmlSystemGetDriverVersion=lambda: driver,
-        nvmlDeviceGetHandleByIndex=lambda i: handles.setdefault(i, f"gpu{i}"),
-        nvmlDeviceGetClockInfo=lambda h, kind: clock,
-        nvmlDeviceGetTemperature=lambda h, sensor: temperature,
-        nvmlDeviceGetUtilizationRates=lambda h: SimpleNamespace(gpu=90, memory=memory_util),
-    )
+BRIDGE = Path(__file__).parent / "habana_bridge"  # the on-disk fake of Habana's PyTorch bridge
+BRIDGE_MODULES = ("habana_frameworks", "habana_frameworks._record", "habana_frameworks.autoload",
+                  "habana_frameworks.torch.utils", "habana_frameworks.torch.utils.internal", "habana_frameworks.torch",
+                  "habana_frameworks.torch.core", "habana_frameworks.torch.hpu")
 
 
-def install_pyhlml(monkeypatch, name=b"HL-225", count=8, util=87, used=40 * 2**30, total=96 * 2**30, power_mw=512000):
-    calls = []
-    return _module(
-        monkeypatch, "pyhlml", calls=calls,
-        hlmlInit=lambda: calls.append("init"), hlmlShutdown=lambda: calls.append("shutdown"),
-        hlmlDeviceGetCount=lambda: count,
-        hlmlDeviceGetHandleByIndex=lambda i: i,
-        hlmlDeviceGetName=lambda h: name,
-        hlmlDeviceGetUtilizationRates=lambda h: util + h,
-        hlmlDeviceGetMemoryInfo=lambda h: SimpleNamespace(used=used, total=total, free=total - used),
-        hlmlDeviceGetPowerUsage=lambda h: power_mw,
-    )
+def install_habana(monkeypatch, name="GAUDI2", count=8, available=True, lazy_env=None, record=None):
+    """The fake bridge in this process, freshly loaded, as `import torch` would have loaded it with `lazy_env`."""
+    import importlib.util
 
-
-def install_habana(monkeypatch, name="GAUDI2", count=8, available=True):
-    """habana_frameworks + habana_frameworks.torch.hpu with a device list."""
-    state = SimpleNamespace(synchronized=0)
-    hpu = SimpleNamespace(
-        is_available=lambda: available, device_count=lambda: count if available else 0,
-        get_device_name=lambda: name, max_memory_allocated=lambda: 3 * 2**30,
-        synchronize=lambda: setattr(state, "synchronized", state.synchronized + 1),
-    )
-    _module(monkeypatch, "habana_frameworks")
-    _module(monkeypatch, "habana_frameworks.torch")
-    _module(monkeypatch, "habana_frameworks.torch.hpu", **vars(hpu))
-    return state
+    monkeypatch.setenv("FAKE_HPU_COUNT", str(count if available else 0))
+    monkeypatch.setenv("FAKE_HPU_NAME", name)
+    if record:
+        monkeypatch.setenv("FAKE_HPU_RECORD", str(record))
+    if lazy_env is None:
+        monkeypatch.delenv("PT_HPU_LAZY_MODE", raising=False)
+    else:
+        monkeypatch.setenv("PT_HPU_LAZY_MODE", lazy_env)
+    loaded = {}
+    for module_name in BRIDGE_MODULES:
+        parts = module_name.split(".")
+        folder = BRIDGE.joinpath(*parts)
+        path = folder / "__init__.py" if folder.is_dir() else folder.with_suffix(".py")
+        spec = importlib.util.spec_from_file_location(module_name, path, submodule_search_locations=[str(folder)]
+                                                      if folder.is_dir() else None)
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, module_name, module)
+        spec.loader.exec_module(module)
+        parent = module_name.rpartition(".")[0]
+        if parent in loaded:
+            setattr(loaded[parent], parts[-1], module)
+        loaded[module_name] = module
+    return loaded["habana_frameworks.torch.core"]
 
 
 @dataclass
@@ -136,3 +134,10 @@ def install_optimum_habana(monkeypatch, args_class=FakeGaudiTrainingArguments, o
     _module(monkeypatch, "optimum")
     return _module(monkeypatch, "optimum.habana", GaudiTrainingArguments=args_class,
                    GaudiConfig=FakeGaudiConfig, GaudiTrainer=FakeGaudiTrainer)
+
+
+from .hlml import install_pyhlml  # noqa: E402
+from .nvml import install_pynvml  # noqa: E402
+
+__all__ = ["FakeGaudiConfig", "FakeGaudiTrainingArguments", "fake_cuda", "install_habana", "install_optimum_habana",
+           "install_pyhlml", "install_pynvml"]

@@ -1,12 +1,16 @@
-"""A CPU emulation of the habana_frameworks.mediapipe calls our pipe makes.
+"""A CPU emulation of the habana_frameworks.mediapipe calls our pipe makes (habana-media-loader 1.24.1).
 
 The graph the pipe defines is walked for real: the reader impl is constructed and iterated, the
 decoder crops the central square and resizes with PIL bicubic, CropMirrorNorm computes
-(x - mean) * std with the constants the pipe passed. That checks the wiring and the constants.
+(x - mean) * std with the constants the pipe passed. As the real library does, every parameter is
+deep-copied when the op is made (operator_specs.updateparams) and again at build (nodes.create_opnode),
+the impl is built as impl(params, fw_params), the iterator yields a list of tensors (ids and masks
+int32) and its len is the impl's; a new pass calls the impl's __iter__ again.
 """
 
 from __future__ import annotations
 
+import copy
 from types import SimpleNamespace
 
 import numpy as np
@@ -14,9 +18,14 @@ import numpy as np
 from . import _module
 
 
+def _copied(params: dict) -> dict:
+    """The library's copy rule: everything deep-copied (classes, such as `impl`, stay themselves)."""
+    return {key: copy.deepcopy(value) for key, value in params.items()}
+
+
 class Node:
     def __init__(self, kind, **params):
-        self.kind, self.params = kind, params
+        self.kind, self.params = kind, _copied(params) if kind == "reader" else params
 
     def __call__(self, *inputs):
         if self.kind == "reader":
@@ -37,10 +46,12 @@ class FakeIterator:
     def __init__(self, mediapipe):
         self.pipe = mediapipe
         self.images, self.ids, self.masks = mediapipe.definegraph()
-        reader = self.ids[1]
-        self.impl = reader.params["impl"]({"priv_params": reader.params["priv_params"]},
-                                          SimpleNamespace(batch_size=mediapipe.batch_size))
+        params = _copied(self.ids[1].params)  # build() copies the op's params once more
+        self.impl = params["impl"](params, SimpleNamespace(batch_size=mediapipe.batch_size))
         self.output_info = self.impl.gen_output_info()
+
+    def __len__(self):
+        return len(self.impl)
 
     def __iter__(self):
         self._batches = iter(self.impl)
@@ -54,8 +65,8 @@ class FakeIterator:
         size = decoded[1].params["resize"][0]
         pixels = np.stack([_decode(p, size) for p in paths]).astype(np.float32)  # B,H,W,3
         pixels = (pixels - mean[1].reshape(1, 1, 1, 3)) * std[1].reshape(1, 1, 1, 3)
-        return (torch.from_numpy(pixels.transpose(0, 3, 1, 2).copy()),
-                torch.from_numpy(ids.astype(np.int32)), torch.from_numpy(masks.astype(np.int32)))
+        return [torch.from_numpy(pixels.transpose(0, 3, 1, 2).copy()),
+                torch.from_numpy(ids.astype(np.int32)), torch.from_numpy(masks.astype(np.int32))]
 
 
 def _decode(path, size):

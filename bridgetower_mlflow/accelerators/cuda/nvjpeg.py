@@ -1,27 +1,34 @@
 """NVIDIA device decode: workers read JPEG bytes; nvJPEG decodes the batch on the GPU.
 
-Workers only read files (no decode); the main process runs one batched
-`torchvision.io.decode_jpeg(..., device='cuda')`, then crop/resize/normalize on the GPU.
+Workers only read files and check headers; the main process runs one batched
+`torchvision.io.decode_jpeg(..., device='cuda')`, then crop/resize/normalize on the GPU. An image
+nvJPEG cannot take (PNG, CMYK, one it rejects) is decoded on the CPU, moved over and counted.
 """
 
 from __future__ import annotations
+
+import io
+import logging
 
 import numpy as np
 
 from ...contract import NVJPEG_LOADER
 from ...data.device_decode.batch_plan import RankBatchPlan
-from ...data.device_decode.image_ops import crop_resize, normalize
+from ...data.device_decode.image_ops import DeviceImageOps
 from ...data.device_decode.sources import JpegBytesCollate, find_image_column, plain_dataset, read_bytes, require_jpeg
 from ...errors import DataError, DeviceDecodeUnavailable
 from ..base import DecodeRequest, DeviceLoader
 
+log = logging.getLogger(__name__)
+
 
 class NvjpegBatches:
-    """Iterable of model-ready batches on the GPU; `set_epoch` reshuffles like DistributedSampler."""
+    """Model-ready batches on the GPU; `host_loader` is the byte reader (what the loader wait times)."""
 
-    def __init__(self, byte_loader, plan: RankBatchPlan, *, device, image):
-        self.byte_loader, self.plan, self.device, self.image = byte_loader, plan, device, image
-        self.batch_size = plan.batch_size
+    def __init__(self, host_loader, plan: RankBatchPlan, dataset, ops: DeviceImageOps):
+        self.host_loader, self.plan, self.dataset, self.ops = host_loader, plan, dataset, ops
+        self.device, self.batch_size = ops.device, plan.batch_size
+        self.cpu_decoded_images = 0
 
     def __len__(self) -> int:
         return len(self.plan)
@@ -29,13 +36,16 @@ class NvjpegBatches:
     def set_epoch(self, epoch: int) -> None:
         self.plan.set_epoch(epoch)
 
+    def skip_batches_once(self, batches: int) -> None:
+        self.plan.skip_once(batches)
+
     def __iter__(self):
-        for batch in self.byte_loader:
+        for batch in self.host_loader:
             yield self.to_device(batch)
 
     def to_device(self, batch: dict) -> dict:
-        images = decode_on_gpu(batch["jpegs"], batch["sources"], self.device)
-        pixels = normalize(crop_resize(images, self.image.size), self.image.mean, self.image.std)
+        images = self.decode(batch["jpegs"], batch["sources"], batch["on_device"])
+        pixels = self.ops.normalize(self.ops.crop_resize(images))
         return {
             "pixel_values": pixels,
             "input_ids": batch["input_ids"].to(self.device, non_blocking=True),
@@ -43,29 +53,69 @@ class NvjpegBatches:
             "return_loss": True,
         }
 
+    def decode(self, jpegs: list, sources: list, on_device: list) -> list:
+        """(3,H,W) uint8 tensors on the GPU, in batch order; the CPU takes what nvJPEG cannot."""
+        gpu = [i for i, ok in enumerate(on_device) if ok]
+        images: list = [None] * len(jpegs)
+        try:
+            decoded = decode_on_gpu([jpegs[i] for i in gpu], self.device) if gpu else []
+        except RuntimeError:
+            decoded = [self._one_on_gpu(jpegs[i]) for i in gpu]  # find the ones it rejects
+        for position, image in zip(gpu, decoded):
+            images[position] = image
+        for position, image in enumerate(images):
+            if image is None:
+                images[position] = self._on_cpu(jpegs[position], sources[position])
+        return images
 
-def decode_on_gpu(jpegs: list, sources: list, device) -> list:
-    """Batched nvJPEG decode to RGB; a bad file is named in a DataError."""
+    def _one_on_gpu(self, data):
+        try:
+            return decode_on_gpu([data], self.device)[0]
+        except RuntimeError:
+            return None
+
+    def _on_cpu(self, data, source: str):
+        import torch
+        from PIL import Image, UnidentifiedImageError
+
+        try:
+            with Image.open(io.BytesIO(data.numpy().tobytes())) as image:
+                pixels = np.asarray(image.convert("RGB"))
+        except (OSError, UnidentifiedImageError, SyntaxError, ValueError) as exc:
+            raise DataError(f"image {source}: cannot decode ({exc}); allowed: readable JPEG/PNG images") from None
+        if self.cpu_decoded_images == 0:
+            log.warning("nvJPEG cannot decode %s: decoding such images on the CPU (counted in "
+                        "data_loader_cpu_decoded_images)", source)
+        self.cpu_decoded_images += 1
+        tensor = torch.from_numpy(pixels.transpose(2, 0, 1).copy())
+        if self.device.type == "cuda":
+            tensor = tensor.pin_memory()
+        return tensor.to(self.device, non_blocking=True)
+
+
+def decode_on_gpu(jpegs: list, device) -> list:
+    """Batched nvJPEG decode to RGB, ordered after the work already queued on the current stream.
+
+    torchvision decodes on a private stream into memory the caching allocator may hand back while
+    the compute stream still reads it (pytorch/vision #9606; torchcodec #1634 fixed the same with a
+    host-side wait): the current stream is drained first.
+    """
+    import torch
     from torchvision.io import ImageReadMode, decode_jpeg
 
-    try:
-        return decode_jpeg(jpegs, mode=ImageReadMode.RGB, device=device)
-    except RuntimeError:
-        for data, source in zip(jpegs, sources):  # find the culprit; rare, so decoding twice is fine
-            try:
-                decode_jpeg(data, mode=ImageReadMode.RGB, device=device)
-            except RuntimeError as exc:
-                raise DataError(f"image {source}: nvJPEG cannot decode it ({exc})") from None
-        raise
+    torch.cuda.current_stream(device).synchronize()
+    return decode_jpeg(jpegs, mode=ImageReadMode.RGB, device=device)
 
 
 def check_nvjpeg_ready(device) -> None:
     """Raise DeviceDecodeUnavailable unless torchvision can decode a JPEG on `device`."""
     try:
-        import torchvision  # noqa: F401
+        import torchvision
         from torchvision.io import decode_jpeg
-    except ImportError as exc:
-        raise DeviceDecodeUnavailable(f"torchvision is not importable ({exc}); install the cuda extra") from None
+    except Exception as exc:  # noqa: BLE001 - a CUDA-major mismatch is a RuntimeError at import
+        raise DeviceDecodeUnavailable(f"torchvision failed to import ({type(exc).__name__}: "
+                                      f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); install the "
+                                      "torchvision of your torch's release line (the cuda extra)") from None
     import torch
 
     if not torch.cuda.is_available():
@@ -88,21 +138,20 @@ def build_nvjpeg_loader(request: DecodeRequest, device) -> DeviceLoader:
     column = find_image_column(dataset)
     if len(dataset) == 0:
         raise DeviceDecodeUnavailable("the training split is empty")
+    # a split that is not JPEG at all would decode everything on the CPU: refuse it up front
     require_jpeg(read_bytes(dataset[0][column]), f"the first image of column '{column}'", "nvJPEG")
     plan = RankBatchPlan(len(dataset), request.batch_size, seed=request.seed, rank=request.rank,
-                         world_size=request.world_size)
+                         world_size=request.world_size, drop_last=request.drop_last)
     workers = request.num_workers
     byte_loader = torch.utils.data.DataLoader(
         dataset, batch_sampler=plan, num_workers=workers, collate_fn=JpegBytesCollate(column),
-        pin_memory=True, persistent_workers=False, prefetch_factor=4 if workers else None,
+        pin_memory=torch.cuda.is_available(), persistent_workers=False, prefetch_factor=4 if workers else None,
     )
-    batches = NvjpegBatches(byte_loader, plan, device=device, image=request.image)
+    batches = NvjpegBatches(byte_loader, plan, dataset, DeviceImageOps(request.image, device))
     return DeviceLoader(name=NVJPEG_LOADER, loader=batches, length=len(plan))
 
 
 def _tiny_jpeg() -> bytes:
-    import io
-
     from PIL import Image
 
     buffer = io.BytesIO()

@@ -3,6 +3,9 @@
 Graph: external reader (file paths + token ids) -> ImageDecoder on the HPU (center crop + bicubic
 resize to image_size) -> CropMirrorNorm ((x - mean*255) * 1/(std*255)). Modelled on optimum-habana's
 examples/contrastive-image-text/clip_media_pipe.py; any start-up failure is reported, never hidden.
+
+The pipe deep-copies `priv_params` (when the op is made and again at build), so the batch plan lives
+on the reader class, as upstream's ClipMediaPipe.batch_sampler does: set_epoch then reaches it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import numpy as np
 
 from ...contract import MEDIAPIPE_LOADER
 from ...data.device_decode.batch_plan import RankBatchPlan
-from ...data.device_decode.sources import find_image_column, plain_dataset, read_bytes, require_jpeg, source_path
+from ...data.device_decode.sources import device_decodable, find_image_column, plain_dataset, source_path
 from ...errors import DeviceDecodeUnavailable
 from ..base import DecodeRequest, DeviceLoader
 
@@ -39,10 +42,12 @@ def _reader_class():
     )
 
     class PathsAndTokensReader(media_ext_reader_op_impl):
-        """Yields (file paths, input_ids, attention_mask) for this rank's next batch."""
+        """Yields (file paths, input_ids, attention_mask) for this rank's next batch; `source` is set per loader."""
+
+        source: dict = {}
 
         def __init__(self, params, fw_params):
-            source = params["priv_params"]
+            source = type(self).source  # a class attribute: the pipe's deep copies cannot detach it
             self.paths, self.input_ids, self.masks = source["paths"], source["input_ids"], source["masks"]
             self.plan, self.largest = source["plan"], source["largest"]
             self.batch_size, self.batches = fw_params.batch_size, None
@@ -83,7 +88,8 @@ def _pipe_class(reader_class):
             super().__init__(device="legacy", prefetch_depth=queue_depth, batch_size=batch_size,
                              pipe_name=f"BridgeTowerMediaPipe:{next(_pipe_ids)}")
             image_size = image.size
-            self.reader = fn.MediaExtReaderOp(impl=reader_class, num_outputs=3, priv_params=source)
+            reader = type("BridgeTowerReader", (reader_class,), {"source": source})
+            self.reader = fn.MediaExtReaderOp(impl=reader, num_outputs=3, priv_params={})
             self.decode = fn.ImageDecoder(device="hpu", output_format=imgtype.RGB_P,
                                           random_crop_type=randomCropType.CENTER_CROP,
                                           resize=[image_size, image_size], resampling_mode=ftype.BICUBIC)
@@ -108,10 +114,10 @@ def media_norm_constants(mean, std) -> tuple[np.ndarray, np.ndarray]:
 
 
 class MediaPipeBatches:
-    """Model-ready batches from the pipe's iterator; `set_epoch` reshuffles the reader's plan."""
+    """Model-ready batches from the pipe's iterator (`host_loader`: the pipe's queue is what the step waits on)."""
 
-    def __init__(self, iterator, plan: RankBatchPlan):
-        self.iterator, self.plan, self.batch_size = iterator, plan, plan.batch_size
+    def __init__(self, iterator, plan: RankBatchPlan, dataset):
+        self.host_loader, self.plan, self.dataset, self.batch_size = iterator, plan, dataset, plan.batch_size
 
     def __len__(self) -> int:
         return len(self.plan)
@@ -119,8 +125,11 @@ class MediaPipeBatches:
     def set_epoch(self, epoch: int) -> None:
         self.plan.set_epoch(epoch)
 
+    def skip_batches_once(self, batches: int) -> None:
+        self.plan.skip_once(batches)
+
     def __iter__(self):
-        for pixel_values, input_ids, attention_mask in self.iterator:
+        for pixel_values, input_ids, attention_mask in self.host_loader:
             yield {"pixel_values": pixel_values, "input_ids": input_ids.long(),
                    "attention_mask": attention_mask.long(), "return_loss": True}
 
@@ -136,7 +145,11 @@ def reader_source(dataset, plan: RankBatchPlan) -> dict:
             f"the media pipeline reads image files, but row {missing} of column '{column}' has no readable "
             "local path (in-memory bytes or a remote file)"
         )
-    require_jpeg(read_bytes(paths[0])[:4], f"'{paths[0]}'", "the Habana media pipeline")
+    refused = [path for path in paths if not _decodable_file(path)]
+    if refused:
+        raise DeviceDecodeUnavailable(
+            f"the Habana media pipeline decodes RGB/grayscale JPEG only, and {len(refused)} of {len(paths)} images "
+            f"are not (first: '{refused[0]}')")
     return {"paths": paths, "plan": plan, "largest": max(paths, key=os.path.getsize),
             "input_ids": np.asarray(dataset["input_ids"], dtype=np.uint32),
             "masks": np.asarray(dataset["attention_mask"], dtype=np.uint32)}
@@ -153,9 +166,9 @@ def build_media_pipe_loader(request: DecodeRequest) -> DeviceLoader:
     dataset = plain_dataset(request.dataset)
     if len(dataset) == 0:
         raise DeviceDecodeUnavailable("the training split is empty")
-    # the pipe emits fixed-size batches, so the last one is padded by wrapping (as upstream's sampler)
     plan = RankBatchPlan(len(dataset), request.batch_size, seed=request.seed, rank=request.rank,
-                         world_size=request.world_size, pad_last_batch=True)
+                         world_size=request.world_size, drop_last=request.drop_last)
+    plan.pad_last_batch = True  # without drop_last the pipe still needs full batches: wrap, as upstream's sampler
     source = reader_source(dataset, plan)
     try:
         pipe = pipe_class(source, request.batch_size, request.image)
@@ -163,4 +176,9 @@ def build_media_pipe_loader(request: DecodeRequest) -> DeviceLoader:
     except Exception as exc:  # noqa: BLE001 - any start-up failure becomes the reported reason
         raise DeviceDecodeUnavailable(
             f"the Habana media pipeline failed to start: {type(exc).__name__}: {exc}") from None
-    return DeviceLoader(name=MEDIAPIPE_LOADER, loader=MediaPipeBatches(iterator, plan), length=len(plan))
+    return DeviceLoader(name=MEDIAPIPE_LOADER, loader=MediaPipeBatches(iterator, plan, dataset), length=len(plan))
+
+
+def _decodable_file(path: str) -> bool:
+    with open(path, "rb") as handle:
+        return device_decodable(handle.read(1 << 16))  # the header is in the first bytes

@@ -5,22 +5,28 @@ Neither source imports habana_frameworks.torch, which must not load before the G
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 from dataclasses import dataclass
 
 from ..base import DeviceSampler
 
+log = logging.getLogger(__name__)
 HL_SMI_FIELDS = "index,utilization.aip,memory.used,memory.total,power.draw"
+MB = 1e6  # MLflow's GPU "megabytes" are 10^6 bytes; HPU memory is reported in the same unit
+MIB = 2**20  # hl-smi reports memory in MiB
 
 
 @dataclass(frozen=True)
 class HpuReading:
+    """One device's sample; None where the device refused that reading."""
+
     index: int
-    utilization: float
-    memory_used_mb: float
-    memory_total_mb: float
-    power_watts: float
+    utilization: float | None
+    memory_used_mb: float | None
+    memory_total_mb: float | None
+    power_watts: float | None
 
 
 def hpu_metrics(readings: list[HpuReading]) -> dict[str, float]:
@@ -28,10 +34,10 @@ def hpu_metrics(readings: list[HpuReading]) -> dict[str, float]:
     metrics = {}
     for r in readings:
         prefix = f"hpu_{r.index}_"
-        metrics[prefix + "utilization_percentage"] = float(r.utilization)
-        metrics[prefix + "memory_usage_megabytes"] = float(r.memory_used_mb)
-        metrics[prefix + "power_usage_watts"] = float(r.power_watts)
-        if r.memory_total_mb:
+        values = {"utilization_percentage": r.utilization, "memory_usage_megabytes": r.memory_used_mb,
+                  "power_usage_watts": r.power_watts}
+        metrics.update({prefix + k: float(v) for k, v in values.items() if v is not None})
+        if r.memory_total_mb and r.memory_used_mb is not None:
             metrics[prefix + "memory_usage_percentage"] = round(100.0 * r.memory_used_mb / r.memory_total_mb, 2)
     return metrics
 
@@ -44,12 +50,14 @@ def parse_hl_smi(text: str) -> list[HpuReading]:
         if len(parts) != 5 or not parts[0].isdigit():
             raise ValueError(f"unexpected hl-smi line {line!r}; expected {HL_SMI_FIELDS}")
         index, util, used, total, power = parts
-        readings.append(HpuReading(int(index), _number(util), _number(used), _number(total), _number(power)))
+        used_mb, total_mb = (None if v is None else v * MIB / MB for v in (_number(used), _number(total)))
+        readings.append(HpuReading(int(index), _number(util), used_mb, total_mb, _number(power)))
     return readings
 
 
-def _number(text: str) -> float:
-    return float(text.split()[0]) if text and text.split()[0].replace(".", "", 1).isdigit() else 0.0
+def _number(text: str) -> float | None:
+    """A reading, or None for hl-smi's N/A (absent, not zero)."""
+    return float(text.split()[0]) if text and text.split()[0].replace(".", "", 1).isdigit() else None
 
 
 def run_hl_smi(fields: str) -> str:
@@ -59,7 +67,7 @@ def run_hl_smi(fields: str) -> str:
 
 
 class HlmlSampler(DeviceSampler):
-    """Utilization, memory and power of the first `count` Gaudi devices via HLML."""
+    """Utilization, memory and power of the first `count` Gaudi devices via HLML; each call may fail alone."""
 
     def __init__(self, count: int):
         import pyhlml
@@ -68,19 +76,29 @@ class HlmlSampler(DeviceSampler):
         self._hlml = pyhlml
         total = pyhlml.hlmlDeviceGetCount()
         self._handles = [pyhlml.hlmlDeviceGetHandleByIndex(i) for i in range(min(count, total))]
+        self._unsupported: set[tuple[int, str]] = set()
+
+    def _read(self, index: int, name: str, call):
+        if (index, name) in self._unsupported:
+            return None
+        try:
+            return call()
+        except self._hlml.HLMLError as exc:
+            self._unsupported.add((index, name))
+            log.warning("HPU %d: %s unavailable (%s); the other HPU metrics go on", index, name, exc)
+            return None
 
     def sample(self) -> dict[str, float]:
-        hlml, readings = self._hlml, []
+        hlml, metrics = self._hlml, {}
         for index, handle in enumerate(self._handles):
-            memory = hlml.hlmlDeviceGetMemoryInfo(handle)
-            readings.append(HpuReading(
-                index=index,
-                utilization=float(hlml.hlmlDeviceGetUtilizationRates(handle)),
-                memory_used_mb=memory.used / 2**20,
-                memory_total_mb=memory.total / 2**20,
-                power_watts=hlml.hlmlDeviceGetPowerUsage(handle) / 1000.0,  # HLML reports mW
-            ))
-        return hpu_metrics(readings)
+            utilization = self._read(index, "utilization", lambda h=handle: hlml.hlmlDeviceGetUtilizationRates(h))
+            memory = self._read(index, "memory", lambda h=handle: hlml.hlmlDeviceGetMemoryInfo(h))
+            power = self._read(index, "power", lambda h=handle: hlml.hlmlDeviceGetPowerUsage(h))
+            reading = HpuReading(index, utilization.aip if utilization else None,  # a struct: .aip, .memory
+                                 memory.used / MB if memory else None, memory.total / MB if memory else None,
+                                 power / 1000.0 if power is not None else None)  # HLML reports mW
+            metrics.update(hpu_metrics([reading]))
+        return metrics
 
     def close(self) -> None:
         try:

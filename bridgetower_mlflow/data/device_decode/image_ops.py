@@ -2,6 +2,7 @@
 
 The CPU path (data/image_transform.py) and the Habana pipeline (CENTER_CROP + resize) both take the
 central square and resize it to size x size; this does the same on the device that holds the pixels.
+Nothing here waits for the device: constants are made once, indices travel as non-blocking copies.
 """
 
 from __future__ import annotations
@@ -13,30 +14,47 @@ def center_square(height: int, width: int) -> tuple[int, int, int]:
     return int(round((height - side) / 2.0)), int(round((width - side) / 2.0)), side
 
 
-def crop_resize(images: list, size: int):
-    """List of (3,H,W) uint8 tensors -> (B,3,size,size) float tensor of 0..255 (rounded like uint8)."""
-    import torch
-    import torch.nn.functional as F
+class DeviceImageOps:
+    """crop_resize and normalize for one ImageSpec on one device, with the constants on the device."""
 
-    out = torch.empty((len(images), 3, size, size), dtype=torch.float32, device=images[0].device)
-    for shape, positions in _group_by_shape(images).items():
-        top, left, side = center_square(shape[0], shape[1])
-        batch = torch.stack([images[i][:, top:top + side, left:left + side] for i in positions]).float()
-        if side != size:
-            # the antialias kernel is PIL's bicubic (a=-0.5) both ways; the plain one uses a=-0.75
-            batch = F.interpolate(batch, size=(size, size), mode="bicubic", align_corners=False,
-                                  antialias=True)
-        out[positions] = batch.clamp_(0, 255).round_()
-    return out
+    def __init__(self, image, device):
+        import torch
 
+        self.size, self.device = image.size, torch.device(device)
+        scale = [1.0 / (255.0 * s) for s in image.std]
+        shift = [m / s for m, s in zip(image.mean, image.std)]
+        self.scale = self._to_device(torch.tensor(scale, dtype=torch.float32).view(1, 3, 1, 1))
+        self.shift = self._to_device(torch.tensor(shift, dtype=torch.float32).view(1, 3, 1, 1))
 
-def normalize(pixels, mean, std):
-    """(B,3,H,W) float 0..255 -> (x/255 - mean) / std, in place."""
-    import torch
+    def _to_device(self, tensor):
+        if self.device.type == "cuda":
+            tensor = tensor.pin_memory()
+        return tensor.to(self.device, non_blocking=True)
 
-    scale = torch.tensor([1.0 / (255.0 * s) for s in std], dtype=pixels.dtype, device=pixels.device)
-    shift = torch.tensor([m / s for m, s in zip(mean, std)], dtype=pixels.dtype, device=pixels.device)
-    return pixels.mul_(scale.view(1, 3, 1, 1)).sub_(shift.view(1, 3, 1, 1))
+    def crop_resize(self, images: list):
+        """List of (3,H,W) uint8 tensors -> (B,3,size,size) float tensor of 0..255 (rounded like uint8)."""
+        import torch
+        import torch.nn.functional as F
+
+        groups = _group_by_shape(images)
+        out = None if len(groups) == 1 else torch.empty((len(images), 3, self.size, self.size),
+                                                        dtype=torch.float32, device=self.device)
+        for shape, positions in groups.items():
+            top, left, side = center_square(shape[0], shape[1])
+            batch = torch.stack([images[i][:, top:top + side, left:left + side] for i in positions]).float()
+            if side != self.size:
+                # the antialias kernel is PIL's bicubic (a=-0.5) both ways; the plain one uses a=-0.75
+                batch = F.interpolate(batch, size=(self.size, self.size), mode="bicubic", align_corners=False,
+                                      antialias=True)
+            batch = batch.clamp_(0, 255).round_()
+            if out is None:
+                return batch
+            out.index_copy_(0, self._to_device(torch.tensor(positions, dtype=torch.long)), batch)
+        return out
+
+    def normalize(self, pixels):
+        """(B,3,H,W) float 0..255 -> (x/255 - mean) / std, in place."""
+        return pixels.mul_(self.scale).sub_(self.shift)
 
 
 def _group_by_shape(images: list) -> dict:

@@ -55,8 +55,26 @@ def require_jpeg(data: bytes, where: str, decoder: str) -> None:
         raise DeviceDecodeUnavailable(f"{decoder} decodes JPEG only, and {where} is not a JPEG")
 
 
+def device_decodable(data: bytes) -> bool:
+    """True for a JPEG with 1 or 3 components (nvJPEG and the media pipe decode those; not CMYK, not PNG).
+
+    Reads the header only (Pillow opens lazily); an unreadable header is left to the decoder to report.
+    """
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    if not data.startswith(JPEG_MAGIC):
+        return False
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.mode in ("RGB", "L")
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError):
+        return True
+
+
 class JpegBytesCollate:
-    """Worker-side collate: encoded bytes as uint8 tensors plus the already tokenized text."""
+    """Worker-side collate: encoded bytes as uint8 tensors, whether the device can decode each, the text."""
 
     def __init__(self, image_column: str):
         self.image_column = image_column
@@ -64,14 +82,17 @@ class JpegBytesCollate:
     def __call__(self, items: list[dict]) -> dict:
         import torch
 
-        jpegs, sources = [], []
+        jpegs, sources, on_device = [], [], []
         for item in items:
             value = item[self.image_column]
-            jpegs.append(torch.from_numpy(np.frombuffer(read_bytes(value), dtype=np.uint8).copy()))
+            data = read_bytes(value)
+            jpegs.append(torch.from_numpy(np.frombuffer(data, dtype=np.uint8).copy()))
             sources.append(value.get("path") if isinstance(value, dict) else str(value))
+            on_device.append(device_decodable(data))
         return {
             "jpegs": jpegs,
             "sources": sources,
+            "on_device": on_device,
             "input_ids": torch.tensor([item["input_ids"] for item in items], dtype=torch.long),
             "attention_mask": torch.tensor([item["attention_mask"] for item in items], dtype=torch.long),
         }

@@ -1,0 +1,55 @@
+"""What the Trainer iterates for training: host-side fetches timed, already-trained batches skipped on a resume.
+
+The same rule on every loader: the data-loader wait is the time the step loop blocks on the host side
+of the input pipeline (the CPU loader's worker queue, the nvJPEG loader's byte reader, the media
+pipeline's queue); device copies and on-device decode are the device's work, not the loader's. On a
+resume the first epoch starts after the batches the checkpoint already trained (Trainer's own skip is
+off: accelerate rebuilds the loader for it, which would drop the timing and any device decode).
+"""
+
+from __future__ import annotations
+
+from ..telemetry.loader_wait import TimedLoader
+
+
+class ResumingLoader:
+    """Wraps an accelerate DataLoaderShard or a device loader; forwards everything else to it."""
+
+    def __init__(self, loader, trainer, length: int | None = None):
+        self._loader, self._trainer = loader, trainer  # the trainer's state is replaced when it loads a checkpoint
+        self._length = length if length is not None else len(loader)
+        self._resume_checked = False
+        self.timed = self._time_host_side(loader)
+
+    @staticmethod
+    def _time_host_side(loader) -> TimedLoader:
+        """Put the timer where the host waits: the shard's base loader, or the device loader's host reader."""
+        if hasattr(loader, "host_loader"):
+            loader.host_loader = TimedLoader(loader.host_loader)
+            return loader.host_loader
+        loader.base_dataloader = TimedLoader(loader.base_dataloader)
+        return loader.base_dataloader
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+    def batches_to_skip(self) -> int:
+        """On the first epoch of a resumed run: the batches of that epoch the checkpoint already trained."""
+        if self._resume_checked:
+            return 0
+        self._resume_checked = True
+        accumulation = max(1, self._trainer.args.gradient_accumulation_steps)
+        steps_per_epoch = max(self._length // accumulation, 1)
+        return (self._trainer.state.global_step % steps_per_epoch) * accumulation
+
+    def __iter__(self):
+        skip = self.batches_to_skip()
+        if skip and hasattr(self._loader, "skip_batches_once"):
+            self._loader.skip_batches_once(skip)  # a device loader skips in its plan, reading nothing
+            skip = 0
+        for index, batch in enumerate(self._loader):
+            if index >= skip:
+                yield batch

@@ -1,0 +1,25 @@
+import os
+
+from habana_frameworks._record import record
+
+
+def _count() -> int:
+    return int(os.environ.get("FAKE_HPU_COUNT", "8"))
+
+
+def is_available() -> bool:
+    if _count():
+        record("devices_acquired", count=_count())
+    return _count() > 0
+
+
+def device_count() -> int:
+    return _count()
+
+
+def get_device_name() -> str:
+    return os.environ.get("FAKE_HPU_NAME", "GAUDI2")
+
+
+def max_memory_allocated() -> int:
+    return 3 * 2**30
