@@ -31,8 +31,9 @@ class NVMLError(Exception):
         super().__init__(value)
 
     def __str__(self):
-        return {NOT_SUPPORTED: "Not Supported", NOT_FOUND: "Not Found",
-                LIBRARY_NOT_FOUND: "NVML Shared Library Not Found"}.get(self.value, f"NVML Error with code {self.value}")
+        known = {NOT_SUPPORTED: "Not Supported", NOT_FOUND: "Not Found",
+                 LIBRARY_NOT_FOUND: "NVML Shared Library Not Found"}
+        return known.get(self.value, f"NVML Error with code {self.value}")
 
 
 def _subclass(name: str, value: int):
@@ -116,13 +117,15 @@ def install_pynvml(monkeypatch, devices: list[FakeGpu] | None = None, driver="57
         nvmlDeviceGetTemperature=lambda h, sensor: check("temperature", h).temperature,
         nvmlDeviceGetUtilizationRates=lambda h: SimpleNamespace(gpu=check("utilization", h).utilization,
                                                                 memory=check("utilization", h).memory_utilization),
-        nvmlDeviceGetMemoryInfo=lambda h: SimpleNamespace(used=check("memory", h).used_bytes,
-                                                          total=check("memory", h).total_bytes,
-                                                          free=check("memory", h).total_bytes - check("memory", h).used_bytes),
+        nvmlDeviceGetMemoryInfo=lambda h: _memory(check("memory", h)),
         nvmlDeviceGetPowerUsage=lambda h: check("power", h).power_mw,
         nvmlDeviceGetEnforcedPowerLimit=lambda h: 700000,
         nvmlDeviceGetTotalEnergyConsumption=lambda h: _energy(check("energy", h)),
     )
+
+
+def _memory(gpu: FakeGpu):
+    return SimpleNamespace(used=gpu.used_bytes, total=gpu.total_bytes, free=gpu.total_bytes - gpu.used_bytes)
 
 
 def _energy(gpu: FakeGpu) -> int:

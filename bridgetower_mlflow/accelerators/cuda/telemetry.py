@@ -82,7 +82,8 @@ class NvmlSampler(DeviceSampler):
             readings = {
                 "sm_clock_mhz": lambda h=handle: nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM),
                 "temperature_celsius": lambda h=handle: nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU),
-                "memory_bandwidth_utilization_percentage": lambda h=handle: nvml.nvmlDeviceGetUtilizationRates(h).memory,
+                "memory_bandwidth_utilization_percentage":
+                    lambda h=handle: nvml.nvmlDeviceGetUtilizationRates(h).memory,
             }
             for name, call in readings.items():
                 value = self._read(index, name, call)
