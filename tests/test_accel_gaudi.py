@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -24,7 +26,13 @@ from bridgetower_mlflow.accelerators.gaudi.arguments import (  # noqa: E402
 )
 from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError, DeviceDecodeUnavailable  # noqa: E402
 
-from fakes import FakeGaudiTrainingArguments, install_habana, install_optimum_habana, install_pyhlml  # noqa: E402
+from fakes import (  # noqa: E402
+    BRIDGE,
+    FakeGaudiTrainingArguments,
+    install_habana,
+    install_optimum_habana,
+    install_pyhlml,
+)
 from fakes.data import make_jpeg_dataset, pil_reference  # noqa: E402
 from fakes.mediapipe import install_mediapipe  # noqa: E402
 from fakes.requests import MEAN, STD, decode_request, device, settings  # noqa: E402
@@ -119,7 +127,7 @@ def test_fast_ddp_only_where_the_installed_version_has_it():
 
 def test_optimum_path_builds_gaudi_arguments_and_trainer(monkeypatch, tmp_path):
     install_optimum_habana(monkeypatch)
-    monkeypatch.setenv("PT_HPU_LAZY_MODE", "1")
+    install_habana(monkeypatch, lazy_env="1")
     adapter, gaudi2 = GaudiAccelerator("gaudi2"), device("gaudi2", 8, OPTIMUM_PATH)
     recipe = adapter.recipe(gaudi2, settings(dict(COMMON, output_dir=str(tmp_path)), world_size=8))
     args = recipe.build_arguments()
@@ -132,11 +140,12 @@ def test_optimum_path_builds_gaudi_arguments_and_trainer(monkeypatch, tmp_path):
     args.bf16 = False  # what GaudiTrainer.__init__ does once it owns autocast: the recipe still knows
     assert recipe.precision == "bf16"
     assert recipe.extra_params["gaudi_config"]["use_fused_adam"] is True
+    assert recipe.tags == {"gaudi.execution_mode": "lazy"} and args.use_lazy_mode is True
 
 
 def test_offline_default_gaudi_config_uses_the_embedded_copy(monkeypatch, tmp_path):
     install_optimum_habana(monkeypatch, offline=True)
-    monkeypatch.setenv("PT_HPU_LAZY_MODE", "1")
+    install_habana(monkeypatch, lazy_env="1")
     recipe = GaudiAccelerator("gaudi2").recipe(device("gaudi2", 1, OPTIMUM_PATH),
                                                settings(dict(COMMON, output_dir=str(tmp_path))))
     args = recipe.build_arguments()
@@ -145,6 +154,7 @@ def test_offline_default_gaudi_config_uses_the_embedded_copy(monkeypatch, tmp_pa
 
 
 def test_native_path_uses_plain_trainer(monkeypatch):
+    install_habana(monkeypatch)
     adapter, native = GaudiAccelerator("gaudi2"), device("gaudi2", 1, NATIVE_PATH)
     from transformers import Trainer, TrainingArguments
 
@@ -154,6 +164,63 @@ def test_native_path_uses_plain_trainer(monkeypatch):
     assert recipe.trainer_kwargs == {}
     with pytest.raises(ConfigError, match="native HPU path"):
         adapter.recipe(native, settings(dict(COMMON), strategy="fast_ddp"))
+    # the bridge loaded eagerly (the default): Habana's recipe is torch.compile with its backend, no mark_step
+    assert (args.torch_compile, args.torch_compile_backend) == (True, "hpu_backend") and recipe.callbacks == ()
+    assert recipe.tags == {"gaudi.execution_mode": "eager"}
+
+
+def test_the_mode_is_what_the_bridge_loaded_not_what_the_variable_says(monkeypatch, tmp_path):
+    install_optimum_habana(monkeypatch)
+    install_habana(monkeypatch, lazy_env="0")
+    monkeypatch.setenv("PT_HPU_LAZY_MODE", "1")  # set too late: the bridge is already loaded, eagerly
+    recipe = GaudiAccelerator("gaudi2").recipe(device("gaudi2", 1, OPTIMUM_PATH),
+                                               settings(dict(COMMON, output_dir=str(tmp_path))))
+    args = recipe.build_arguments()
+    assert recipe.tags == {"gaudi.execution_mode": "eager"}
+    assert (args.use_lazy_mode, args.use_hpu_graphs_for_inference) == (False, False)
+
+
+def test_native_lazy_mode_marks_a_step_after_backward_and_after_the_optimizer(monkeypatch, tmp_path):
+    """A real Trainer loop (on the CPU) with the native lazy recipe's callback: two mark_steps a step."""
+    core = install_habana(monkeypatch, lazy_env="1")
+    recipe = GaudiAccelerator("gaudi2").recipe(device("gaudi2", 1, NATIVE_PATH), settings(dict(COMMON)))
+    assert recipe.tags == {"gaudi.execution_mode": "lazy"} and len(recipe.callbacks) == 1
+    from transformers import Trainer, TrainingArguments
+
+    class Tiny(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 1)
+
+        def forward(self, x):
+            return {"loss": self.linear(x).pow(2).mean()}
+
+    rows = [{"x": torch.randn(4)} for _ in range(12)]
+    args = TrainingArguments(str(tmp_path), max_steps=5, per_device_train_batch_size=2, use_cpu=True,
+                             report_to="none", disable_tqdm=True, save_strategy="no")
+    Trainer(Tiny(), args, train_dataset=rows, callbacks=list(recipe.callbacks)).train()
+    assert core.mark_steps == 10
+
+
+def test_stack_environment_asks_the_mode_before_torch_loads_the_bridge(monkeypatch):
+    install_optimum_habana(monkeypatch)
+    adapter = GaudiAccelerator("gaudi2")
+    monkeypatch.setattr("bridgetower_mlflow.accelerators.gaudi.adapter.installed_gaudi_path", lambda: OPTIMUM_PATH)
+    assert adapter.stack_environment() == {"PT_HPU_LAZY_MODE": "1"}
+    assert adapter.stack_environment(("--use_lazy_mode", "false")) == {"PT_HPU_LAZY_MODE": "0"}
+    monkeypatch.setattr("bridgetower_mlflow.accelerators.gaudi.adapter.installed_gaudi_path", lambda: NATIVE_PATH)
+    assert adapter.stack_environment() == {"PT_HPU_LAZY_MODE": "0"}
+
+
+def test_a_launcher_counts_devices_without_opening_one(monkeypatch, tmp_path):
+    record = tmp_path / "hpu.jsonl"
+    install_habana(monkeypatch, count=4, record=record)
+    monkeypatch.setenv("PYTHONPATH", str(BRIDGE))  # the child process finds the same bridge
+    info = GaudiAccelerator("gaudi2").detect(4, 4, launcher=True)
+    assert (info.count, info.extra_tags["gaudi.detected_by"]) == (4, "habana_frameworks (child process)")
+    opened = [json.loads(line)["pid"] for line in record.read_text().splitlines()
+              if json.loads(line)["event"] == "devices_acquired"]
+    assert opened and os.getpid() not in opened  # the child held them and let go when it exited
 
 
 def test_mpirun_line_matches_gaudi_spawn():

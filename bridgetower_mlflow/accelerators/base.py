@@ -51,6 +51,8 @@ class TrainingRecipe:
     extra_params: Mapping = field(default_factory=dict)  # vendor settings that shaped the run
     precision: str = "fp32"  # what the run really computes in (the `precision` tag)
     ddp_backend: str | None = None
+    callbacks: tuple = ()  # TrainerCallbacks the device needs (Gaudi lazy mode: mark_step)
+    tags: Mapping = field(default_factory=dict)  # what the loaded stack reports (gaudi.execution_mode)
 
     def build_arguments(self) -> Any:
         return self.arguments_class(**self.arguments_kwargs)
@@ -100,9 +102,16 @@ class Accelerator(ABC):
     def __init__(self, requested: str):
         self.requested = requested
 
+    def stack_environment(self, hf_args: tuple = ()) -> dict[str, str]:
+        """Variables the device stack reads once, when torch loads it: set before `import torch`, in every rank."""
+        return {}
+
     @abstractmethod
-    def detect(self, devices_here: int, world_size: int) -> DeviceInfo:
-        """Check the hardware is present (and matches `requested`); raise AcceleratorUnavailable."""
+    def detect(self, devices_here: int, world_size: int, launcher: bool = False) -> DeviceInfo:
+        """Check the hardware is present (and matches `requested`); raise AcceleratorUnavailable.
+
+        `launcher`: this process only starts the ranks and must not open a device itself.
+        """
 
     @abstractmethod
     def recipe(self, device: DeviceInfo, settings: RecipeSettings) -> TrainingRecipe:

@@ -22,7 +22,7 @@ def cpu_model_name() -> str:
 
 
 class CpuAccelerator(Accelerator):
-    def detect(self, devices_here: int, world_size: int) -> DeviceInfo:
+    def detect(self, devices_here: int, world_size: int, launcher: bool = False) -> DeviceInfo:
         import psutil
         import torch
 

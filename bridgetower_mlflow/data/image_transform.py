@@ -74,6 +74,13 @@ def describe_source(source) -> str:
     return str(getattr(source, "filename", None) or source)
 
 
+def cpu_loader_name() -> str:
+    """The data_loader tag's value for CPU decoding: OpenCV's fast path, or the Pillow fallback."""
+    from .. import contract  # here, not at the top: a served model ships this module without contract.py
+
+    return contract.CPU_LOADER if BACKEND == "opencv" else contract.CPU_PILLOW_LOADER
+
+
 def resize_center_crop(source, size: int) -> np.ndarray:
     """Shorter edge to `size`, center crop `size`x`size`, bicubic with antialias; returns HWC uint8."""
     try:
@@ -181,13 +188,20 @@ def normalize_batch(pixels_uint8, mean=CLIP_MEAN, std=CLIP_STD, dtype=None):
 
     scale = [1.0 / (255.0 * s) for s in std]
     shift = [-m / s for m, s in zip(mean, std)]
-    if pixels_uint8.device.type != "cpu":  # one fused pass per batch; a kernel per plane would cost launches
-        x = pixels_uint8.permute(0, 3, 1, 2).contiguous().to(dtype or torch.float32)
-        return torch.addcmul(torch.tensor(shift, device=x.device, dtype=x.dtype).view(1, 3, 1, 1), x,
-                             torch.tensor(scale, device=x.device, dtype=x.dtype).view(1, 3, 1, 1), out=x)
-    b, h, w, c = pixels_uint8.shape
-    x = torch.empty((b, c, h, w), dtype=dtype or torch.float32)
-    for i in range(b):  # plane by plane, so the cast's output is still in cache for the affine
-        for ch in range(c):
-            x[i, ch].copy_(pixels_uint8[i, :, :, ch]).mul_(scale[ch]).add_(shift[ch])
-    return x
+    if pixels_uint8.device.type == "cpu" and BACKEND == "opencv" and dtype in (None, torch.float32):
+        return torch.from_numpy(_normalize_opencv(pixels_uint8.numpy(), scale, shift))
+    # one fused pass per batch; on a device, a kernel per plane would cost launches
+    x = pixels_uint8.permute(0, 3, 1, 2).contiguous().to(dtype or torch.float32)
+    return torch.addcmul(torch.tensor(shift, device=x.device, dtype=x.dtype).view(1, 3, 1, 1), x,
+                         torch.tensor(scale, device=x.device, dtype=x.dtype).view(1, 3, 1, 1), out=x)
+
+
+def _normalize_opencv(pixels: np.ndarray, scale: list, shift: list) -> np.ndarray:
+    """The CPU batch normalize: per image, split the uint8 planes (cheap: 1 byte a value), then one
+    SIMD convert-scale-shift per plane straight into the float output (about half torch's time here)."""
+    b, h, w, c = pixels.shape
+    out = np.empty((b, c, h, w), np.float32)
+    for i in range(b):
+        for ch, plane in enumerate(cv2.split(np.ascontiguousarray(pixels[i]))):
+            cv2.addWeighted(plane, scale[ch], plane, 0.0, shift[ch], dst=out[i, ch], dtype=cv2.CV_32F)
+    return out

@@ -18,8 +18,11 @@ def train(config, *, tracked: bool = True) -> TrainResult:
     """
     ranks = RankInfo.from_env()
     adapter = get_accelerator(config.accel)
-    device = adapter.detect(ranks.devices_here(config.devices), ranks.job_size(config.devices))
-    if needs_launch(config.devices, ranks):
+    for key, value in adapter.stack_environment(config.hf_args).items():  # before anything imports torch
+        os.environ.setdefault(key, value)
+    launcher = needs_launch(config.devices, ranks)
+    device = adapter.detect(ranks.devices_here(config.devices), ranks.job_size(config.devices), launcher)
+    if launcher:
         return launch_tracked(config, adapter, device)
     for key, value in ranks.torch_env().items():  # mpirun sets only its own names; torch.distributed reads these
         os.environ.setdefault(key, value)

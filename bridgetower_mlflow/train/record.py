@@ -59,6 +59,7 @@ def start_tags(config, prepared) -> dict:
         DATASET_FINGERPRINT_TAG: prepared.data.fingerprint,
         EVAL_FINGERPRINT_TAG: prepared.data.eval_fingerprint,
         MODEL_PRESET_TAG: config.model,
+        **prepared.recipe.tags,
     }
     if prepared.fallback_reason:
         tags[FALLBACK_REASON_TAG] = prepared.fallback_reason

@@ -88,15 +88,15 @@ def _fit(config, prepared, ranks, session) -> TrainResult:
 
 
 def _measured(prepared, throughput, output, ranks) -> dict:
-    """Steady-state figures of every rank combined, plus what the Trainer itself reported."""
+    """Steady-state figures of every rank combined (the Trainer's own samples/s follows another rule per
+    accelerator: GaudiTrainer leaves warmup out, Trainer does not; it is not logged)."""
     from ..telemetry.throughput import combine_ranks
 
     args = prepared.args
     per_rank = all_gather_objects(throughput.result(args.per_device_train_batch_size
                                                     * args.gradient_accumulation_steps), ranks)
     return {**combine_ranks(per_rank), "train_runtime": output.metrics.get("train_runtime"),
-            "train_loss": output.training_loss,
-            "trainer_reported_samples_per_second": output.metrics.get("train_samples_per_second")}
+            "train_loss": output.training_loss}
 
 
 def _start_monitor(prepared, session):

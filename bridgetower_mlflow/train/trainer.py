@@ -57,7 +57,8 @@ def build_trainer(config, prepared, sink):
                                     config.throughput_warmup_steps, args.logging_steps)
     captions = [r[prepared.data.caption_column] for r in prepared.data.validation_rows]
     trainer = cls(model=prepared.loaded.model, args=args, train_dataset=prepared.data.train,
-                  eval_dataset=prepared.data.validation, data_collator=collate_batch, callbacks=[throughput],
+                  eval_dataset=prepared.data.validation, data_collator=collate_batch,
+                  callbacks=[throughput, *prepared.recipe.callbacks],
                   compute_metrics=retrieval_metrics_fn(captions), preprocess_logits_for_metrics=keep_embeddings,
                   **prepared.recipe.trainer_kwargs)
     holder["trainer"] = trainer

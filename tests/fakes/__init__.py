@@ -97,6 +97,8 @@ class FakeGaudiTrainingArguments:
     bf16: bool = False
     ddp_backend: str | None = None
     distribution_strategy: str = field(default="ddp", metadata={"choices": ["ddp", "fast_ddp"]})
+    torch_compile: bool = False  # TrainingArguments' own fields, inherited by GaudiTrainingArguments
+    torch_compile_backend: str | None = None
     extra: dict = field(default_factory=dict)
 
 

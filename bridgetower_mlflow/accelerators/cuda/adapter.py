@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 class CudaAccelerator(Accelerator):
     device_loader = NVJPEG_LOADER
 
-    def detect(self, devices_here: int, world_size: int) -> DeviceInfo:
+    def detect(self, devices_here: int, world_size: int, launcher: bool = False) -> DeviceInfo:
         import torch
 
         if not torch.cuda.is_available():

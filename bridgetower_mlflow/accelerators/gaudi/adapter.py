@@ -11,7 +11,7 @@ import logging
 import os
 from pathlib import Path
 
-from ...contract import MEDIAPIPE_LOADER
+from ...contract import EXECUTION_MODE_TAG, MEDIAPIPE_LOADER
 from ...errors import ConfigError, DeviceDecodeUnavailable
 from ..base import Accelerator, DecodeRequest, DeviceInfo, RecipeSettings, TrainingRecipe
 from ..detection import check_count, check_label, package_version
@@ -28,6 +28,7 @@ from .arguments import (
     physical_core_layout,
 )
 from .detect import installed_gaudi_path
+from .execution import LAZY, MODE_ENV, compile_kwargs, loaded_mode, mark_step_callback, wanted_mode
 
 logger = logging.getLogger(__name__)
 
@@ -66,10 +67,14 @@ def resolve_gaudi_config_name(name: str, output_dir: str) -> str:
 class GaudiAccelerator(Accelerator):
     device_loader = MEDIAPIPE_LOADER
 
-    def detect(self, devices_here: int, world_size: int) -> DeviceInfo:
+    def stack_environment(self, hf_args: tuple = ()) -> dict[str, str]:
+        optimum = installed_gaudi_path() == OPTIMUM_PATH
+        return {MODE_ENV: "1" if wanted_mode(optimum, hf_args) == LAZY else "0"}
+
+    def detect(self, devices_here: int, world_size: int, launcher: bool = False) -> DeviceInfo:
         from .detect import gaudi_label, probe_gaudi
 
-        probe = probe_gaudi(self.requested)
+        probe = probe_gaudi(self.requested, in_process=not launcher)
         kind = check_label(self.requested, gaudi_label(probe.name), probe.name, "gaudi")
         check_count(self.requested, devices_here, probe.count, "Gaudi device(s)")
         path = installed_gaudi_path()
@@ -79,22 +84,18 @@ class GaudiAccelerator(Accelerator):
         return DeviceInfo(
             kind=kind, device_name=probe.name, count=world_size, memory_gb=probe.memory_gb,
             driver=probe.driver, software={k: v for k, v in software.items() if v}, training_path=path,
-            extra_tags={"gaudi.path": path, "gaudi.detected_by": probe.source,
-                        "gaudi.lazy_mode": os.environ.get("PT_HPU_LAZY_MODE", "unset")},
+            extra_tags={"gaudi.path": path, "gaudi.detected_by": probe.source},
         )
 
     def recipe(self, device: DeviceInfo, settings: RecipeSettings) -> TrainingRecipe:
+        mode = loaded_mode()
         if device.training_path == NATIVE_PATH:
-            from transformers import Trainer, TrainingArguments
-
-            kwargs = native_training_kwargs(merged_kwargs(TrainingArguments, settings), settings)
-            return TrainingRecipe(TrainingArguments, kwargs, Trainer, precision="bf16" if kwargs["bf16"] else "fp32",
-                                  ddp_backend=kwargs.get("ddp_backend"))
+            return self._native_recipe(settings, mode)
         from optimum.habana import GaudiConfig, GaudiTrainer, GaudiTrainingArguments
 
         kwargs = merged_kwargs(GaudiTrainingArguments, settings)
-        # lazy mode is chosen by this variable, read when the HPU stack loads
-        os.environ.setdefault("PT_HPU_LAZY_MODE", "1" if kwargs.get("use_lazy_mode", True) else "0")
+        if mode != LAZY:  # the bridge loaded eagerly (PT_HPU_LAZY_MODE=0 before Python started)
+            kwargs.update(compile_kwargs(optimum_path=True))
         name = resolve_gaudi_config_name(kwargs.get("gaudi_config_name") or DEFAULT_GAUDI_CONFIG_NAME,
                                          kwargs.get("output_dir", "."))
         kwargs = gaudi_training_kwargs(kwargs, settings, gaudi_config_name=name,
@@ -105,12 +106,25 @@ class GaudiAccelerator(Accelerator):
         # GaudiTrainer resets args.bf16 once it owns autocast: the Gaudi config says what really ran
         precision = "bf16" if kwargs["bf16"] or gaudi_config.use_torch_autocast else "fp32"
         return TrainingRecipe(GaudiTrainingArguments, kwargs, GaudiTrainer, {"gaudi_config": gaudi_config},
-                              {"gaudi_config": gaudi_config.to_dict()}, precision, kwargs.get("ddp_backend"))
+                              {"gaudi_config": gaudi_config.to_dict()}, precision, kwargs.get("ddp_backend"),
+                              tags={EXECUTION_MODE_TAG: mode})
+
+    @staticmethod
+    def _native_recipe(settings: RecipeSettings, mode: str) -> TrainingRecipe:
+        """Plain Trainer on hpu: eager + torch.compile, or lazy with mark_step (transformers never calls it)."""
+        from transformers import Trainer, TrainingArguments
+
+        kwargs = native_training_kwargs(merged_kwargs(TrainingArguments, settings), settings)
+        callbacks = (mark_step_callback(),) if mode == LAZY else ()
+        if mode != LAZY:
+            kwargs = {**compile_kwargs(optimum_path=False), **kwargs}
+        return TrainingRecipe(TrainingArguments, kwargs, Trainer, precision="bf16" if kwargs["bf16"] else "fp32",
+                              ddp_backend=kwargs.get("ddp_backend"), callbacks=callbacks,
+                              tags={EXECUTION_MODE_TAG: mode})
 
     def launch_command(self, device: DeviceInfo, module_argv: list[str]) -> list[str]:
         cores, per_socket = physical_core_layout()
-        lazy = {"PT_HPU_LAZY_MODE": os.environ.get("PT_HPU_LAZY_MODE", "1")}
-        env = lazy if device.training_path == OPTIMUM_PATH else {}
+        env = {MODE_ENV: os.environ[MODE_ENV]} if MODE_ENV in os.environ else {}  # every rank loads the same mode
         return mpirun_command(device.count, module_argv, physical_cores=cores, cores_per_socket=per_socket, env=env)
 
     def peak_memory_gb(self) -> float | None:

@@ -54,15 +54,19 @@ def gaudi_label(device_name: str) -> str:
     return "gaudi"
 
 
-def probe_gaudi(requested: str) -> GaudiProbe:
-    """Detect Gaudi devices; raise AcceleratorUnavailable with a one-line reason when none."""
+def probe_gaudi(requested: str, in_process: bool = True) -> GaudiProbe:
+    """Detect Gaudi devices; raise AcceleratorUnavailable with a one-line reason when none.
+
+    HLML and hl-smi open no device. PyTorch does (devices are process-exclusive): a launcher, which
+    must leave every device to its ranks, asks it from a short-lived child process instead.
+    """
     if not module_present("habana_frameworks"):
         raise AcceleratorUnavailable(
             f"accel: {requested} requested but no Gaudi device is present (habana_frameworks not "
             f"importable); allowed here: {allowed_here()}"
         )
     errors = []
-    for probe in (_probe_hlml, _probe_hl_smi, _probe_torch):
+    for probe in (_probe_hlml, _probe_hl_smi, _probe_torch if in_process else _probe_torch_in_child):
         try:
             found = probe()
         except Exception as exc:  # noqa: BLE001 - try the next source, report all if none works
@@ -115,6 +119,20 @@ def _probe_torch() -> GaudiProbe | None:
     if not hthpu.is_available():
         return GaudiProbe("", 0, None, None, "habana_frameworks")
     return GaudiProbe(hthpu.get_device_name(), hthpu.device_count(), None, None, "habana_frameworks")
+
+
+def _probe_torch_in_child() -> GaudiProbe | None:
+    """The PyTorch probe in a child process: it holds the devices only until it exits."""
+    import json
+    import subprocess
+    import sys
+
+    script = ("import json, habana_frameworks.torch.hpu as h\n"
+              "ok = h.is_available()\n"
+              "print(json.dumps([h.get_device_name() if ok else '', h.device_count() if ok else 0]))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180, check=True)
+    name, count = json.loads(done.stdout.strip().splitlines()[-1])
+    return GaudiProbe(name, count, None, None, "habana_frameworks (child process)")
 
 
 def _text(value) -> str:

@@ -1,0 +1,25 @@
+"""Gaudi processes as users start them, with the on-disk fake bridge that `import torch` autoloads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_cli
+from fakes import BRIDGE
+
+pytestmark = pytest.mark.slow
+
+
+def test_train_sets_the_execution_mode_before_torch_loads_the_bridge(tmp_path, sqlite_uri, cache_dir, monkeypatch):
+    """The bridge fixes lazy or eager when it loads; train must have chosen by then (native path: eager)."""
+    record = tmp_path / "hpu.jsonl"
+    monkeypatch.delenv("PT_HPU_LAZY_MODE", raising=False)
+    env = {"PYTHONPATH": str(BRIDGE), "FAKE_HPU_COUNT": "1", "FAKE_HPU_RECORD": str(record)}
+    done = run_cli(["train", "--accel", "gaudi2", "--max-steps", "4", "--log-model", "false"], env_extra=env,
+                   timeout=300)
+    events = [json.loads(line) for line in record.read_text().splitlines()]
+    loaded = [e for e in events if e["event"] == "bridge_loaded"]
+    assert loaded, done.stderr[-2000:]
+    assert (loaded[0]["lazy_env"], loaded[0]["lazy"]) == ("0", False)
