@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -279,3 +281,94 @@ def test_real_nvjpeg_loader_matches_cpu_reference(tmp_path):
 
 def test_cuda_adapter_reports_its_loader_name():
     assert CudaAccelerator("cuda").device_loader == "nvjpeg"
+
+
+def _install_torchvision_decode(monkeypatch, calls):
+    """torchvision.io.decode_jpeg as the CUDA path behaves: a batch in, RGB tensors out, RuntimeError on
+    what nvJPEG cannot take; it records whether the caller's stream was drained first."""
+    import types
+
+    from PIL import Image
+
+    def decode_jpeg(data, mode=None, device="cpu"):
+        for item in data:
+            blob = bytes(item.numpy())
+            if not blob.startswith(b"\xff\xd8\xff") or Image.open(io.BytesIO(blob)).mode == "CMYK":
+                raise RuntimeError("Error while decoding JPEG images: Failed to get image info: 2")
+        calls.append(("decode", len(data)))
+        return _pil_decode(data, device)
+
+    io_module = types.ModuleType("torchvision.io")
+    io_module.decode_jpeg, io_module.ImageReadMode = decode_jpeg, types.SimpleNamespace(RGB="RGB")
+    monkeypatch.setitem(sys.modules, "torchvision", types.ModuleType("torchvision"))
+    monkeypatch.setitem(sys.modules, "torchvision.io", io_module)
+
+    class Stream:
+        def synchronize(self):
+            calls.append(("synchronize",))
+
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: Stream())
+
+
+def test_decode_waits_for_the_work_queued_on_the_current_stream(monkeypatch, tmp_path):
+    calls = []
+    _install_torchvision_decode(monkeypatch, calls)
+    list(_batches(make_jpeg_dataset(tmp_path)))
+    assert calls and calls[0] == ("synchronize",)
+    assert all(calls[i - 1] == ("synchronize",) for i, call in enumerate(calls) if call[0] == "decode")
+
+
+def test_images_nvjpeg_cannot_take_are_decoded_on_the_cpu_and_counted(monkeypatch, tmp_path):
+    from PIL import Image
+
+    calls = []
+    _install_torchvision_decode(monkeypatch, calls)
+    dataset = make_jpeg_dataset(tmp_path)
+    rows = dataset.to_list()
+    Image.open(rows[1]["image"]["path"]).convert("CMYK").save(rows[1]["image"]["path"], format="JPEG")
+    Image.open(rows[3]["image"]["path"]).save(tmp_path / "odd.png")
+    rows[3]["image"] = {"bytes": None, "path": str(tmp_path / "odd.png")}
+    import datasets
+
+    mixed = datasets.Dataset.from_list(rows).cast_column("image", datasets.Image(decode=False))
+    batches = _batches(mixed, drop_last=False, batch_size=5)
+    (batch,) = list(batches)
+    assert batches.cpu_decoded_images == 2 and batch["pixel_values"].shape == (5, 3, 16, 16)
+    for position in range(5):
+        row = int(batch["input_ids"][position, 0]) - 1
+        want = pil_reference(mixed[row]["image"]["path"], 16, MEAN, STD)
+        assert_same_meaning(batch["pixel_values"][position].numpy(), want)
+
+
+def test_the_loader_wait_times_the_byte_reader_not_the_decode(monkeypatch, tmp_path):
+    """A slow decode (the GPU's work) is not input wait; only the host-side byte fetch is."""
+    import time
+
+    from bridgetower_mlflow.train.loaders import ResumingLoader
+
+    def slow_decode(jpegs, device):
+        time.sleep(0.2)
+        return _pil_decode(jpegs, device)
+
+    monkeypatch.setattr(nvjpeg, "decode_on_gpu", slow_decode)
+    trainer = types.SimpleNamespace(state=types.SimpleNamespace(global_step=0),
+                                    args=types.SimpleNamespace(gradient_accumulation_steps=1))
+    loader = ResumingLoader(_batches(make_jpeg_dataset(tmp_path)), trainer, 2)
+    started = time.perf_counter()
+    assert len(list(loader)) == 2
+    elapsed = time.perf_counter() - started
+    assert elapsed >= 0.4 and loader.timed.wait_seconds < 0.25 * elapsed
+
+
+def test_a_resumed_device_loader_skips_what_the_checkpoint_trained(monkeypatch, tmp_path):
+    from bridgetower_mlflow.train.loaders import ResumingLoader
+
+    monkeypatch.setattr(nvjpeg, "decode_on_gpu", _pil_decode)
+    dataset = make_jpeg_dataset(tmp_path, sizes=((40, 30),) * 12)
+    whole = [b["input_ids"][:, 0].tolist() for b in _batches(dataset)]
+    trainer = types.SimpleNamespace(state=types.SimpleNamespace(global_step=8),  # 6 steps an epoch: 2 done
+                                    args=types.SimpleNamespace(gradient_accumulation_steps=1))
+    resumed = ResumingLoader(_batches(dataset), trainer, 6)
+    assert resumed.dataset is not None and len(resumed) == 6  # what Trainer.num_examples and the loop read
+    assert [b["input_ids"][:, 0].tolist() for b in resumed] == whole[2:]
+    assert [b["input_ids"][:, 0].tolist() for b in resumed] == whole  # the next epoch is whole again
