@@ -95,6 +95,7 @@ def test_training_kwargs_bf16_tf32_nccl():
                                   bf16_ok=True, tf32_ok=True)
     assert kwargs["bf16"] is True and kwargs["tf32"] is True and kwargs["ddp_backend"] == "nccl"
     assert "use_cpu" not in kwargs
+    assert kwargs["dataloader_pin_memory"] is True and kwargs["accelerator_config"] == {"non_blocking": True}
     from transformers import TrainingArguments
 
     assert set(kwargs) <= {f.name for f in dataclasses.fields(TrainingArguments)}
@@ -372,3 +373,35 @@ def test_a_resumed_device_loader_skips_what_the_checkpoint_trained(monkeypatch, 
     assert resumed.dataset is not None and len(resumed) == 6  # what Trainer.num_examples and the loop read
     assert [b["input_ids"][:, 0].tolist() for b in resumed] == whole[2:]
     assert [b["input_ids"][:, 0].tolist() for b in resumed] == whole  # the next epoch is whole again
+
+
+BROKEN_TORCHVISION = ("raise RuntimeError('Detected that PyTorch and torchvision were compiled with different CUDA "
+                      "major versions. PyTorch has CUDA Version=12.8 and torchvision has CUDA Version=13.0.')\n")
+
+
+def broken_torchvision(folder):
+    """A torchvision whose import raises what a CUDA-major mismatch raises (torchvision/extension.py)."""
+    (folder / "torchvision").mkdir(parents=True)
+    (folder / "torchvision" / "__init__.py").write_text(BROKEN_TORCHVISION)
+    (folder / "torchvision-0.28.0.dist-info").mkdir()
+    (folder / "torchvision-0.28.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: torchvision\n"
+                                                                      "Version: 0.28.0\n")
+    return folder
+
+
+def test_a_broken_torchvision_makes_device_decode_unavailable_with_its_reason(monkeypatch, tmp_path):
+    import importlib.util
+
+    from bridgetower_mlflow.accelerators import detection
+
+    monkeypatch.syspath_prepend(str(broken_torchvision(tmp_path)))
+    monkeypatch.setattr(detection, "BROKEN_MODULES", {})
+    monkeypatch.delitem(sys.modules, "torchvision", raising=False)
+    reason = detection.hide_if_broken("torchvision")
+    try:
+        assert reason.startswith("RuntimeError: Detected that PyTorch and torchvision were compiled")
+        assert importlib.util.find_spec("torchvision") is None  # transformers now sees no torchvision
+        with pytest.raises(DeviceDecodeUnavailable, match="different CUDA major versions"):
+            nvjpeg.check_nvjpeg_ready("cuda")
+    finally:
+        sys.modules.pop("torchvision", None)

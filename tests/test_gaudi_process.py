@@ -1,4 +1,4 @@
-"""Gaudi processes as users start them, with the on-disk fake bridge that `import torch` autoloads."""
+"""Processes as users start them on vendor stacks: the fake HPU bridge `import torch` autoloads, a broken torchvision."""
 
 from __future__ import annotations
 
@@ -23,3 +23,17 @@ def test_train_sets_the_execution_mode_before_torch_loads_the_bridge(tmp_path, s
     loaded = [e for e in events if e["event"] == "bridge_loaded"]
     assert loaded, done.stderr[-2000:]
     assert (loaded[0]["lazy_env"], loaded[0]["lazy"]) == ("0", False)
+
+
+def test_a_broken_torchvision_does_not_break_a_run_that_does_not_decode_on_the_device(tmp_path, sqlite_uri,
+                                                                                    cache_dir):
+    from mlflow.tracking import MlflowClient
+    from test_accel_cuda import broken_torchvision
+
+    folder = broken_torchvision(tmp_path / "site")
+    done = run_cli(["train", "--accel", "cpu", "--max-steps", "4", "--log-model", "false",
+                    "--per-device-train-batch-size", "8"], env_extra={"PYTHONPATH": str(folder)}, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "torchvision is installed but fails to import (RuntimeError" in done.stderr
+    (run,) = MlflowClient(sqlite_uri).search_runs(["0"])
+    assert run.info.status == "FINISHED"

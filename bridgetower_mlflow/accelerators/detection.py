@@ -5,7 +5,13 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 
+import logging
+import sys
+
 from ..errors import AcceleratorUnavailable
+
+log = logging.getLogger(__name__)
+BROKEN_MODULES: dict[str, str] = {}  # installed but failing at import: name -> why
 
 
 def package_version(name: str) -> str | None:
@@ -22,6 +28,30 @@ def module_present(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
+
+
+def hide_if_broken(name: str) -> str | None:
+    """Import `name` if installed; when it raises anything (a torchvision built for another CUDA major
+    raises RuntimeError), hide it so that transformers and the rest run as if it were absent.
+
+    Returns why it is broken, or None. Only a run that asks for what needs it fails (with that reason).
+    """
+    if name in BROKEN_MODULES:
+        return BROKEN_MODULES[name]
+    if name in sys.modules or not module_present(name):
+        return None
+    try:
+        __import__(name)
+        return None
+    except Exception as exc:  # noqa: BLE001 - whatever the import raises makes the module unusable
+        reason = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"
+        BROKEN_MODULES[name] = reason
+        for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[loaded]
+        sys.modules[name] = None  # find_spec answers None, import raises ImportError: "absent"
+        log.warning("%s is installed but fails to import (%s); runs that need it (device decode) will say so, "
+                    "the others go on without it", name, reason)
+        return reason
 
 
 def allowed_here() -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ..accelerators.detection import hide_if_broken
 from ..accelerators.registry import get_accelerator
 from ..launch.ranks import RankInfo, needs_launch
 from .prepare import prepare
@@ -20,6 +21,7 @@ def train(config, *, tracked: bool = True) -> TrainResult:
     adapter = get_accelerator(config.accel)
     for key, value in adapter.stack_environment(config.hf_args).items():  # before anything imports torch
         os.environ.setdefault(key, value)
+    hide_if_broken("torchvision")  # transformers imports it when present: a broken one must not break runs
     launcher = needs_launch(config.devices, ranks)
     device = adapter.detect(ranks.devices_here(config.devices), ranks.job_size(config.devices), launcher)
     if launcher:

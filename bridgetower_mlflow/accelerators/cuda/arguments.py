@@ -31,6 +31,9 @@ def cuda_training_kwargs(kwargs: dict, settings, *, bf16_ok: bool, tf32_ok: bool
     if tf32_ok:
         kwargs.setdefault("tf32", True)  # an explicit --tf32 in hf_args wins
     kwargs.pop("use_cpu", None)
+    # pinned batches copied without blocking: the step does not wait in the loader for the GPU's backlog
+    kwargs.setdefault("dataloader_pin_memory", True)
+    kwargs.setdefault("accelerator_config", {"non_blocking": True})
     if settings.world_size > 1:
         kwargs.setdefault("ddp_backend", "nccl")
     return kwargs

@@ -18,6 +18,7 @@ from ...data.device_decode.image_ops import DeviceImageOps
 from ...data.device_decode.sources import JpegBytesCollate, find_image_column, plain_dataset, read_bytes, require_jpeg
 from ...errors import DataError, DeviceDecodeUnavailable
 from ..base import DecodeRequest, DeviceLoader
+from .. import detection
 
 log = logging.getLogger(__name__)
 
@@ -113,9 +114,9 @@ def check_nvjpeg_ready(device) -> None:
         import torchvision
         from torchvision.io import decode_jpeg
     except Exception as exc:  # noqa: BLE001 - a CUDA-major mismatch is a RuntimeError at import
-        raise DeviceDecodeUnavailable(f"torchvision failed to import ({type(exc).__name__}: "
-                                      f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); install the "
-                                      "torchvision of your torch's release line (the cuda extra)") from None
+        why = detection.BROKEN_MODULES.get("torchvision") or f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+        raise DeviceDecodeUnavailable(f"torchvision is not usable ({why}); install the torchvision of your "
+                                      "torch's release line (pip install '.[cuda]')") from None
     import torch
 
     if not torch.cuda.is_available():

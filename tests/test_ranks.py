@@ -1,0 +1,39 @@
+"""launch.ranks is the one reader of launcher variables: torchrun, OpenMPI, Intel MPI / MPICH (PMI)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bridgetower_mlflow.launch.ranks import RankInfo, needs_launch
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, RankInfo(0, 0, 1, 1)),
+    ({"RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2"}, RankInfo(3, 1, 4, 2)),
+    ({"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_SIZE": "8",
+      "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, RankInfo(5, 1, 8, 4)),
+    ({"PMI_RANK": "6", "MPI_LOCALRANKID": "2", "PMI_SIZE": "8", "MPI_LOCALNRANKS": "4"}, RankInfo(6, 2, 8, 4)),
+], ids=["alone", "torchrun", "openmpi", "intel-mpi"])
+def test_every_launcher_is_read(env, expected):
+    assert RankInfo.from_env(env) == expected
+
+
+def test_reading_changes_nothing(monkeypatch):
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("PMI_RANK", "1")
+    monkeypatch.setenv("PMI_SIZE", "2")
+    monkeypatch.setenv("MPI_LOCALRANKID", "1")
+    before = dict(os.environ)
+    ranks = RankInfo.from_env()
+    assert dict(os.environ) == before
+    assert ranks.torch_env() == {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
+
+
+def test_devices_here_and_launch_decision():
+    alone, ranked = RankInfo(0, 0, 1), RankInfo(1, 1, 8, 4)
+    assert (alone.devices_here(2), alone.job_size(2), needs_launch(2, alone)) == (2, 2, True)
+    assert (ranked.devices_here(8), ranked.job_size(8), needs_launch(8, ranked)) == (4, 8, False)
+    assert alone.torch_env() == {}
