@@ -93,9 +93,9 @@ def run_ours(paths, size):
 
     from bridgetower_mlflow.data.image_transform import normalize_batch, resize_center_crop
 
-    pixels = [resize_center_crop(path, size) for path in paths]
-    for start in range(0, len(pixels), BATCH):
-        normalize_batch(torch.from_numpy(np.stack(pixels[start:start + BATCH])))
+    for start in range(0, len(paths), BATCH):  # batch by batch, as the loader hands them to the trainer
+        pixels = [resize_center_crop(path, size) for path in paths[start:start + BATCH]]
+        normalize_batch(torch.from_numpy(np.stack(pixels)))
 
 
 def run_worker_part(paths, size):

@@ -82,6 +82,10 @@ class DeviceLoader:
     loader: Iterable
     length: int
 
+    def cpu_decoded_images(self) -> int:
+        """Images this loader had to decode on the CPU (the device refused them)."""
+        return int(getattr(self.loader, "cpu_decoded_images", 0))
+
 
 class DeviceSampler(ABC):
     """Polls device telemetry; returns {metric_name: value} with bare names (the monitor adds `system/`)."""

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..config import to_cli_args
 from ..contract import (
+    CPU_DECODED_METRIC,
     ERROR_TAG,
     INPUT_BOUND_TAG,
     PEAK_MEMORY_METRIC,
@@ -95,8 +96,11 @@ def _measured(prepared, throughput, output, ranks) -> dict:
     args = prepared.args
     per_rank = all_gather_objects(throughput.result(args.per_device_train_batch_size
                                                     * args.gradient_accumulation_steps), ranks)
-    return {**combine_ranks(per_rank), "train_runtime": output.metrics.get("train_runtime"),
-            "train_loss": output.training_loss}
+    metrics = {**combine_ranks(per_rank), "train_runtime": output.metrics.get("train_runtime"),
+               "train_loss": output.training_loss}
+    if prepared.device_loader is not None:
+        metrics[CPU_DECODED_METRIC] = sum(all_gather_objects(prepared.device_loader.cpu_decoded_images(), ranks))
+    return metrics
 
 
 def _start_monitor(prepared, session):

@@ -17,8 +17,8 @@ from ...data.device_decode.batch_plan import RankBatchPlan
 from ...data.device_decode.image_ops import DeviceImageOps
 from ...data.device_decode.sources import JpegBytesCollate, find_image_column, plain_dataset, read_bytes, require_jpeg
 from ...errors import DataError, DeviceDecodeUnavailable
-from ..base import DecodeRequest, DeviceLoader
 from .. import detection
+from ..base import DecodeRequest, DeviceLoader
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,8 @@ def check_nvjpeg_ready(device) -> None:
         import torchvision
         from torchvision.io import decode_jpeg
     except Exception as exc:  # noqa: BLE001 - a CUDA-major mismatch is a RuntimeError at import
-        why = detection.BROKEN_MODULES.get("torchvision") or f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
+        first = (str(exc).splitlines() or [""])[0][:200]
+        why = detection.BROKEN_MODULES.get("torchvision") or f"{type(exc).__name__}: {first}"
         raise DeviceDecodeUnavailable(f"torchvision is not usable ({why}); install the torchvision of your "
                                       "torch's release line (pip install '.[cuda]')") from None
     import torch
