@@ -115,6 +115,7 @@ def check_nvjpeg_ready(device) -> None:
         from torchvision.io import decode_jpeg
     except Exception as exc:  # noqa: BLE001 - a CUDA-major mismatch is a RuntimeError at import
         first = (str(exc).splitlines() or [""])[0][:200]
+        first = (str(exc).splitlines() or [""])[0][:200]
         why = detection.BROKEN_MODULES.get("torchvision") or f"{type(exc).__name__}: {first}"
         raise DeviceDecodeUnavailable(f"torchvision is not usable ({why}); install the torchvision of your "
                                       "torch's release line (pip install '.[cuda]')") from None
