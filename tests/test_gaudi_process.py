@@ -1,4 +1,4 @@
-"""Processes as users start them on vendor stacks: the fake HPU bridge `import torch` autoloads, a broken torchvision."""
+"""Processes as users start them on vendor stacks: the HPU bridge `import torch` autoloads, a broken torchvision."""
 
 from __future__ import annotations
 
