@@ -1,8 +1,8 @@
 """Is dataloader_wait_fraction true? A loader with known injected work vs an in-memory one.
 
-One process, the real trainer (training.prepare + training_run._build_trainer, tiny preset, CPU,
-no MLflow run, in-process loading so the injected work lands on the training loop). Modes are
-interleaved over the repetitions:
+One process, the real trainer (train.prepare.prepare + train.trainer.build_trainer, tiny preset on
+the CPU by default, no MLflow run, in-process loading so the injected work lands on the training
+loop). Modes are interleaved over the repetitions:
 - slow: the real image transform plus `--cpu-per-batch` seconds of CPU work per batch;
 - fast: rows decoded up front (in-memory dataset).
 Prints each mode's median wait fraction and input_bound label. Last line:
@@ -10,6 +10,7 @@ ratio=<measured wait / injected work> over the slow runs' measured windows (>= 1
 the excess is the real decode). Not a test.
 
     .venv/bin/python benchmarks/bench_loader_wait.py [--repeats 3] [--steps 10] [--cpu-per-batch 0.3]
+        [--accel cuda --model base]   (the device check runs it on the GPU)
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--cpu-per-batch", type=float, default=0.3)
+    parser.add_argument("--accel", default="cpu")
+    parser.add_argument("--model", default="tiny")
     opts = parser.parse_args()
     os.environ.setdefault("BRIDGETOWER_MLFLOW_CACHE", "/tmp/btcache")
     import transformers
@@ -81,10 +84,10 @@ def main() -> None:
 
     transformers.logging.set_verbosity_error()
     with tempfile.TemporaryDirectory() as out:
-        config = build_train_config(model="tiny", max_steps=opts.steps, logging_steps=1, per_device_train_batch_size=4,
+        config = build_train_config(accel=opts.accel, model=opts.model, max_steps=opts.steps, logging_steps=1, per_device_train_batch_size=4,
                                     dataloader_num_workers=0, throughput_warmup_steps=2, log_model=False,
                                     output_dir=out, hf_args="--disable_tqdm true")
-        adapter = get_accelerator("cpu")
+        adapter = get_accelerator(opts.accel)
         prepared = prepare(config, adapter, adapter.detect(1, 1), RankInfo(0, 0, 1))
         train = prepared.data.train
         slow = train.with_transform(SlowTransform(train.format["format_kwargs"]["transform"], opts.cpu_per_batch))

@@ -1,64 +1,84 @@
 #!/usr/bin/env bash
-# One pass on a lent NVIDIA machine (under 8 minutes): install, `pytest -m cuda`, then a throughput
-# table of the `large` preset at the study's settings (batch 48/device, bf16, fixed steps) for
-# data-loader workers 0/1/2 x device decode off/on. Results land in $OUT (or ./device-check-out).
+# One pass on the lent NVIDIA machine, sized for one 10-minute call (it stops itself at BUDGET_S):
+# `pytest -m cuda`, then the `large` preset at the study's settings (bf16, batch 48/device, fixed
+# steps) for data-loader workers 0/1/2 x device decode off/on, interleaved, then the data-loader
+# wait truth on the GPU, nvJPEG against the CPU path, and the loader capacity of the host's cores.
+#
+#   scripts/device-check.sh              on the device: its python3 (torch, transformers ... preinstalled)
+#                                        plus the carried wheels (scripts/device-wheels.sh; carry .device-wheels)
+#   scripts/device-check.sh --rehearse   the same script here: a fresh venv with only torch (CPU) and the
+#                                        wheels, installed with no index; accel=cpu, the tiny preset
+# Writes at most 8 files to $OUT (default ./device-check-out) and prints the table with Python.
 set -uo pipefail
-OUT="${OUT:-$PWD/device-check-out}"
-STEPS="${STEPS:-30}"          # fixed max_steps per run; the first 3 are excluded from the headline
-BUDGET_S="${BUDGET_S:-420}"   # stop starting new runs after this many seconds
+cd "$(dirname "$0")/.."
+REPO=$PWD
+OUT="${OUT:-$REPO/device-check-out}"
+WORK="${WORK:-$(mktemp -d)}"
+BUDGET_S="${BUDGET_S:-470}"        # the whole script; each run gets what is left, at most RUN_S
+RUN_S="${RUN_S:-120}"
 START=$(date +%s)
 mkdir -p "$OUT"
 exec > >(tee "$OUT/device-check.log") 2>&1
+left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
 
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-python3 -m venv --system-site-packages .venv-device
-. .venv-device/bin/activate
-# torchvision must match the torch already on the machine: pin it to torch's release line
-TORCH=$(python -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || echo "")
-if [ -n "$TORCH" ]; then
-  TV=$(python - "$TORCH" <<'PY'
-import sys
-major, minor = (int(x) for x in sys.argv[1].split(".")[:2])
-print(f"torchvision~=0.{minor + 15}.0" if major == 2 else "torchvision")
-PY
-)
-  pip install -q -e '.[cuda,test]' "torch==$TORCH" "$TV" || exit 1
+if [ "${1:-}" = "--rehearse" ]; then
+  MODE=rehearse; ACCEL=cpu; MODEL=tiny; PRECISION=auto; STEPS="${STEPS:-8}"; WHEELS=.device-wheels-rehearse
+  [ -d "$WHEELS/base" ] || scripts/device-wheels.sh --rehearse
+  python3 -m venv "$WORK/venv" && "$WORK/venv/bin/python" -m pip install -q --no-index --find-links "$WHEELS/base" \
+    torch==2.13.0 transformers==5.17.0 accelerate==1.15.0 nvidia-ml-py numpy pillow psutil pandas pyarrow \
+    matplotlib click pytest || { echo "rehearsal environment failed"; exit 1; }
+  PY="$WORK/venv/bin/python"
 else
-  pip install -q -e '.[cuda,test]' || exit 1
+  MODE=device; ACCEL=cuda; MODEL=large; PRECISION=bf16; STEPS="${STEPS:-30}"; WHEELS=.device-wheels
+  PY=python3
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 fi
-python -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__, "cuda", torch.cuda.is_available())'
+SITE="$WORK/site"
+"$PY" -m pip install -q --no-index --no-deps --target "$SITE" "$WHEELS"/min/*.whl || exit 1
+"$PY" -c "import pydantic, anyio" 2>/dev/null || "$PY" -m pip install -q --no-index --no-deps --target "$SITE" \
+  "$WHEELS"/fallback/*.whl
+export PYTHONPATH="$REPO:$SITE" MLFLOW_TRACKING_URI="sqlite:///$OUT/mlflow.db" BRIDGETOWER_MLFLOW_CACHE="$WORK/cache"
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+"$PY" -c 'import torch, transformers, mlflow, datasets; print("mode", "'"$MODE"'", "torch", torch.__version__,
+  "cuda", torch.cuda.is_available(), "transformers", transformers.__version__, "mlflow", mlflow.__version__)' || exit 1
 
-python -m pytest -m cuda -q -ra tests/ 2>&1 | tail -25 | tee "$OUT/pytest-cuda.txt"
+echo "== pytest -m cuda"
+timeout "$(( $(left) < 120 ? $(left) : 120 ))" "$PY" -m pytest -q -m cuda -ra -p no:cacheprovider \
+  tests/test_accel_cuda.py > "$OUT/pytest-cuda.txt" 2>&1
+echo "pytest rc=$?"; tail -5 "$OUT/pytest-cuda.txt"
 
-STORE="sqlite:///$OUT/mlflow.db"
-export MLFLOW_TRACKING_URI="$STORE"
-printf "workers\tdevice_decode\tdata_loader\tsamples_per_s\tper_device\tdataloader_wait\tinput_bound\tstatus\n" > "$OUT/results.tsv"
-for decode in false true; do
-  for workers in 0 1 2; do
-    if [ $(( $(date +%s) - START )) -gt "$BUDGET_S" ]; then
-      printf "%s\t%s\t-\t-\t-\t-\t-\tskipped (time budget)\n" "$workers" "$decode" >> "$OUT/results.tsv"; continue
+echo "== throughput: $MODEL, $PRECISION, batch 48/device, $STEPS steps (first 3 excluded), cells interleaved"
+mkdir -p "$WORK/logs"
+printf "workers\tdevice_decode\tdata_loader\tdecode\tsamples_per_s\tper_device\twait\tinput_bound\tgpu_util_mean\tpeak_mem_gb\tcpu_decoded\tstatus\n" \
+  > "$OUT/results.tsv"
+for workers in 0 1 2; do
+  for decode in false true; do
+    name="$MODEL-w$workers-dd$decode"
+    budget=$(( $(left) - 60 ))  # keep a minute for the checks after the table
+    if [ "$budget" -lt 30 ]; then
+      printf "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\tskipped (time budget)\n" "$workers" "$decode" >> "$OUT/results.tsv"
+      continue
     fi
-    name="large-w${workers}-dd${decode}"
-    timeout 150 python -m bridgetower_mlflow train --accel cuda --model large --dataset sample \
-      --per-device-train-batch-size 48 --dataloader-num-workers "$workers" --device-decode "$decode" \
-      --max-steps "$STEPS" --precision bf16 --experiment-name device-check --run-name "$name" \
-      > "$OUT/$name.log" 2>&1
+    timeout "$(( budget < RUN_S ? budget : RUN_S ))" "$PY" -m bridgetower_mlflow train --accel "$ACCEL" \
+      --model "$MODEL" --dataset sample --per-device-train-batch-size 48 --dataloader-num-workers "$workers" \
+      --device-decode "$decode" --allow-loader-fallback true --max-steps "$STEPS" --precision "$PRECISION" \
+      --log-model false --max-eval-samples 16 --experiment-name device-check --run-name "$name" \
+      --output-dir "$WORK/outputs" > "$WORK/logs/$name.log" 2>&1
     rc=$?
-    python - "$name" "$workers" "$decode" "$rc" >> "$OUT/results.tsv" <<'PY'
-import sys
-import mlflow
-name, workers, decode, rc = sys.argv[1:]
-runs = mlflow.search_runs(experiment_names=["device-check"], filter_string=f"tags.mlflow.runName = '{name}'")
-if runs.empty:
-    print(f"{workers}\t{decode}\t-\t-\t-\t-\t-\tfailed rc={rc}")
-else:
-    r = runs.iloc[0]
-    get = lambda key: r.get(key, "-")
-    print("\t".join(str(x) for x in (workers, decode, get("tags.data_loader"),
-          get("metrics.train_samples_per_second"), get("metrics.train_samples_per_second_per_device"),
-          get("metrics.dataloader_wait_fraction"), get("tags.input_bound"), f"rc={rc}")))
-PY
+    "$PY" scripts/device_check.py row "$name" "$workers" "$decode" "$rc" >> "$OUT/results.tsv"
+    echo "$name rc=$rc"
   done
 done
-column -t -s $'\t' "$OUT/results.tsv" | tee "$OUT/results.txt"
-echo "elapsed $(( $(date +%s) - START )) s"
+"$PY" scripts/device_check.py table "$OUT/results.tsv" | tee "$OUT/results.txt"
+
+echo "== data-loader wait on the $ACCEL: in-memory loader (< 5 %) vs injected slow loader (>= 20 %)"
+[ "$(left)" -gt 40 ] && timeout "$(( $(left) - 30 ))" "$PY" benchmarks/bench_loader_wait.py --accel "$ACCEL" \
+  --model "$([ "$MODE" = device ] && echo base || echo tiny)" --repeats 1 --steps 8 2>&1 \
+  | grep -E "dataloader_wait_fraction|^ratio=" || echo "wait check: not finished in the budget"
+echo "== nvJPEG against the CPU path"
+[ "$(left)" -gt 20 ] && timeout "$(( $(left) - 10 ))" "$PY" scripts/device_check.py agreement 2>&1 | tail -1
+echo "== loader capacity of this host's cores (no model)"
+[ "$(left)" -gt 20 ] && timeout "$(( $(left) - 5 ))" "$PY" benchmarks/bench_loader_capacity.py --rounds 1 \
+  --workers 0,1,2,4 --batches 4 2>&1 | tail -8 || echo "capacity: not finished in the budget"
+tar -czf "$OUT/run-logs.tar.gz" -C "$WORK" logs 2>/dev/null
+echo "elapsed $(( $(date +%s) - START )) s (budget $BUDGET_S s); files in $OUT: $(ls "$OUT" | tr '\n' ' ')"

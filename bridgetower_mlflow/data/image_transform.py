@@ -3,7 +3,8 @@
 JPEGs decode with OpenCV (libjpeg-turbo's scaled IDCT straight into an RGB array) and resize with
 OpenCV's cubic after a 3x3 Gaussian that stands in for antialiasing. Other formats, JPEGs OpenCV
 cannot read, and machines without opencv-python-headless take Pillow's draft decode + torch's uint8
-antialiased bicubic. Normalization happens once per batch on the accelerator (see data/collate.py).
+antialiased bicubic. Workers ship uint8; normalize_batch runs once per batch in the trainer, on the
+accelerator, or on the CPU with OpenCV's SIMD convert when the device is the CPU.
 """
 
 from __future__ import annotations
@@ -21,16 +22,14 @@ try:
     import cv2
 except ImportError:  # the Pillow + torch path below serves every source
     cv2 = None
-if cv2 is not None and int(cv2.__version__.split(".")[0]) < 5:  # RGB + reduced decode flags: tested on 5.0
+if cv2 is not None and int(cv2.__version__.split(".")[0]) < 5:  # RGB + reduced decode: tested on 5.0
     cv2 = None
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
-# BRIDGETOWER_IMAGE_BACKEND=pillow forces the fallback (A/B runs, a suspect OpenCV build).
-BACKEND = "opencv" if cv2 is not None and os.environ.get("BRIDGETOWER_IMAGE_BACKEND", "opencv") == "opencv" \
-    else "pillow"
-"""What decodes JPEGs here ('opencv' or 'pillow'), for the data_loader tag; other formats: always Pillow."""
+# What decodes JPEGs (other formats: always Pillow); BRIDGETOWER_IMAGE_BACKEND=pillow forces the fallback
+BACKEND = "opencv" if cv2 and os.environ.get("BRIDGETOWER_IMAGE_BACKEND", "opencv") == "opencv" else "pillow"
 
 if BACKEND == "opencv":
     cv2.setNumThreads(1)  # one image is too small to split; threads would oversubscribe loader workers
@@ -152,15 +151,19 @@ def _opencv_jpeg(data, size: int) -> np.ndarray | None:
         return None
     scale = min(full[0] // size, full[1] // size)
     factor = next(f for f in (8, 4, 2, 1) if scale >= f)  # Pillow's draft rule, so geometry matches
-    pixels = cv2.imdecode(np.frombuffer(data, np.uint8), _CV2_FLAGS[factor])
-    if pixels is None:  # truncated or corrupt: Pillow decodes it or says what is wrong
+    try:
+        pixels = cv2.imdecode(np.frombuffer(data, np.uint8), _CV2_FLAGS[factor])
+    except cv2.error:
+        pixels = None
+    # None: truncated or corrupt, Pillow decodes it or says what is wrong; another size: a header
+    # misread above, whose geometry would be wrong
+    if pixels is None or pixels.shape[:2] != (-(-full[1] // factor), -(-full[0] // factor)):
         return None
     new_w, new_h, left, top = _geometry(*full, size)
     shrink = pixels.shape[0] / new_h
     if shrink > _BLUR_FROM:
-        # cv2's cubic does not widen its kernel when shrinking (no antialias); the blur (~0.2 ms) halves
-        # the extra error that leaves against Pillow's antialiased bicubic. Torch's exact kernel, as in
-        # the Pillow path, costs ~1 ms here against ~0.5 ms for blur + cubic.
+        # cv2's cubic does not widen its kernel when shrinking (no antialias); the blur halves the error
+        # that leaves against Pillow's antialiased bicubic, at ~0.6 ms for both against torch's ~1 ms.
         pixels = cv2.GaussianBlur(pixels, (3, 3), _BLUR * math.sqrt(shrink * shrink - 1))
     if (new_h, new_w) != pixels.shape[:2]:
         pixels = cv2.resize(pixels, (new_w, new_h), interpolation=cv2.INTER_CUBIC)
@@ -168,10 +171,8 @@ def _opencv_jpeg(data, size: int) -> np.ndarray | None:
 
 
 def _square_resize(pixels: np.ndarray, size: int, full_size: tuple[int, int]) -> np.ndarray:
-    """The Pillow path's resize: `_geometry` on the undrafted `full_size` (w, h), with torch's uint8
-    antialiased bicubic (Pillow's kernel, ~3x its speed). An HWC array seen as NCHW is channels-last
-    already, the layout of that SIMD kernel; the crop is a view.
-    """
+    """The Pillow path's resize: `_geometry` on the undrafted `full_size` (w, h), torch's uint8 antialiased
+    bicubic (Pillow's kernel, ~3x its speed) on the HWC array seen as channels-last NCHW; the crop is a view."""
     import torch
     import torch.nn.functional as F
 

@@ -1,0 +1,35 @@
+"""scripts/device-check.sh --rehearse: the one-shot GPU check, run here as it runs on the lent machine.
+
+A fresh interpreter environment with only torch (this machine's CPU build) and the carried wheels,
+installed with no index; accel=cpu and the tiny preset instead of cuda and large. It keeps the
+script working between the rare sessions that have a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from conftest import REPO, no_running_runs
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_rehearsal_prints_the_full_table_within_the_file_limit(tmp_path):
+    env = {**os.environ, "OUT": str(tmp_path / "out"), "WORK": str(tmp_path / "work"), "BUDGET_S": "900",
+           "RUN_S": "150"}
+    done = subprocess.run([str(REPO / "scripts" / "device-check.sh"), "--rehearse"], capture_output=True, text=True,
+                          timeout=1500, env=env, cwd=REPO)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    table = (tmp_path / "out" / "results.txt").read_text().splitlines()
+    assert len(table) == 7 and table[0].split()[:3] == ["workers", "device_decode", "data_loader"]
+    cells = [line.split() for line in table[1:]]
+    assert [(c[0], c[1]) for c in cells] == [(w, d) for w in "012" for d in ("false", "true")]  # interleaved
+    assert all("FINISHED" in line for line in table[1:]), "\n".join(table)
+    assert {c[3] for c in cells} == {"cpu", "cpu-fallback"}  # decode on the CPU said so, not faked
+    assert all(float(c[4]) > 0 for c in cells)
+    files = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert len(files) <= 8 and "results.tsv" in files and "device-check.log" in files
+    assert "dataloader_wait_fraction" in done.stdout and "nvjpeg_vs_cpu: skipped (no CUDA device)" in done.stdout
+    assert no_running_runs(f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}") == []
