@@ -11,6 +11,7 @@ import os
 import subprocess
 
 import pytest
+
 from conftest import REPO, no_running_runs
 
 pytestmark = pytest.mark.slow

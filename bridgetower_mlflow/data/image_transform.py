@@ -1,10 +1,9 @@
 """The CPU image path: JPEG DCT-scaled decode, shorter edge to the model size, center crop, uint8 out.
 
-JPEGs decode with OpenCV (libjpeg-turbo's scaled IDCT straight into an RGB array) and resize with
-OpenCV's cubic after a 3x3 Gaussian that stands in for antialiasing. Other formats, JPEGs OpenCV
-cannot read, and machines without opencv-python-headless take Pillow's draft decode + torch's uint8
-antialiased bicubic. Workers ship uint8; normalize_batch runs once per batch in the trainer, on the
-accelerator, or on the CPU with OpenCV's SIMD convert when the device is the CPU.
+JPEGs decode with OpenCV (libjpeg-turbo's scaled IDCT straight into RGB), then a 3x3 Gaussian standing
+in for antialiasing and OpenCV's cubic resize. Other formats, JPEGs OpenCV cannot read, and machines
+without opencv-python-headless take Pillow's draft decode + torch's uint8 antialiased bicubic. Workers
+ship uint8; normalize_batch runs once per batch in the trainer, on the device (CPU: OpenCV's SIMD).
 """
 
 from __future__ import annotations
@@ -22,14 +21,14 @@ try:
     import cv2
 except ImportError:  # the Pillow + torch path below serves every source
     cv2 = None
-if cv2 is not None and int(cv2.__version__.split(".")[0]) < 5:  # RGB + reduced decode: tested on 5.0
-    cv2 = None
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
-# What decodes JPEGs (other formats: always Pillow); BRIDGETOWER_IMAGE_BACKEND=pillow forces the fallback
-BACKEND = "opencv" if cv2 and os.environ.get("BRIDGETOWER_IMAGE_BACKEND", "opencv") == "opencv" else "pillow"
+# What decodes JPEGs (other formats: always Pillow): OpenCV >= 5 (its RGB + reduced decode flags, tested
+# on 5.0) unless BRIDGETOWER_IMAGE_BACKEND=pillow forces the fallback
+BACKEND = "opencv" if (cv2 and int(cv2.__version__.split(".")[0]) >= 5
+                       and os.environ.get("BRIDGETOWER_IMAGE_BACKEND", "opencv") == "opencv") else "pillow"
 
 if BACKEND == "opencv":
     cv2.setNumThreads(1)  # one image is too small to split; threads would oversubscribe loader workers
@@ -103,10 +102,8 @@ def _encoded(source):
     """The encoded bytes of a path, bytes, file object or datasets dict; None for a PIL image."""
     if isinstance(source, dict):
         source = source.get("bytes") or source.get("path")
-    if isinstance(source, (bytes, bytearray)):
-        return source
-    if isinstance(source, Image.Image):
-        return None
+    if isinstance(source, (bytes, bytearray, Image.Image)):
+        return None if isinstance(source, Image.Image) else source
     if hasattr(source, "read"):
         return source.read()
     with open(source, "rb") as fh:
