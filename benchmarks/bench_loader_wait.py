@@ -85,7 +85,8 @@ def main() -> None:
     transformers.logging.set_verbosity_error()
     with tempfile.TemporaryDirectory() as out:
         config = build_train_config(accel=opts.accel, model=opts.model, max_steps=opts.steps, logging_steps=1,
-                                    per_device_train_batch_size=4, dataloader_num_workers=0, throughput_warmup_steps=2, log_model=False,
+                                    per_device_train_batch_size=4, dataloader_num_workers=0, throughput_warmup_steps=2,
+                                    log_model=False,
                                     output_dir=out, hf_args="--disable_tqdm true")
         adapter = get_accelerator(opts.accel)
         prepared = prepare(config, adapter, adapter.detect(1, 1), RankInfo(0, 0, 1))

@@ -134,10 +134,7 @@ def _jpeg_size(data) -> tuple[int, int] | None:
 
 def _geometry(width: int, height: int, size: int) -> tuple[int, int, int, int]:
     """torchvision's Resize([size]) + CenterCrop(size) on the full size: new_w, new_h, left, top."""
-    if height <= width:
-        new_h, new_w = size, int(size * width / height)
-    else:
-        new_h, new_w = int(size * height / width), size
+    new_h, new_w = (size, int(size * width / height)) if height <= width else (int(size * height / width), size)
     return new_w, new_h, round((new_w - size) / 2), round((new_h - size) / 2)
 
 
@@ -150,12 +147,10 @@ def _opencv_jpeg(data, size: int) -> np.ndarray | None:
     factor = next(f for f in (8, 4, 2, 1) if scale >= f)  # Pillow's draft rule, so geometry matches
     try:
         pixels = cv2.imdecode(np.frombuffer(data, np.uint8), _CV2_FLAGS[factor])
-    except cv2.error:
-        pixels = None
-    # None: truncated or corrupt, Pillow decodes it or says what is wrong; another size: a header
-    # misread above, whose geometry would be wrong
-    if pixels is None or pixels.shape[:2] != (-(-full[1] // factor), -(-full[0] // factor)):
+    except cv2.error:  # like None below: Pillow decodes it or says what is wrong
         return None
+    if pixels is None or pixels.shape[:2] != (-(-full[1] // factor), -(-full[0] // factor)):
+        return None  # truncated or corrupt, or another size: a header misread above, a wrong geometry
     new_w, new_h, left, top = _geometry(*full, size)
     shrink = pixels.shape[0] / new_h
     if shrink > _BLUR_FROM:
