@@ -7,6 +7,7 @@ come from these fields. Imports nothing heavy: arguments are checked before torc
 from __future__ import annotations
 
 import dataclasses
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Callable
@@ -108,13 +109,41 @@ def register_name(field_name: str, value) -> str:
     return name
 
 
+SECRET_FLAG_WORDS = {"token", "password", "passwd", "secret", "key", "apikey", "credentials"}
+_FLAG = re.compile(r"(?<![^\s'\"])--?[A-Za-z][\w.-]*")
+
+
+def secret_flag(word: str) -> bool:
+    """`--hub_token`, `--api-key=...`: a flag whose name says token, password, secret or key."""
+    name = word.lstrip("-").split("=", 1)[0].lower() if word.startswith("-") else ""
+    return not SECRET_FLAG_WORDS.isdisjoint(re.split(r"[_.-]", name))
+
+
+def secret_flag_refusal(name: str, text: str, words) -> ConfigError | None:
+    """The refusal of the first secret flag in `words`; from that flag's value on, the message shows ***."""
+    flag = next((word.split("=", 1)[0] for word in words if secret_flag(word)), None)
+    if flag is None:
+        return None
+    cut = next((m.end() for m in _FLAG.finditer(text) if secret_flag(m.group(0))), 0)
+    shown = text[:cut] + ("=***" if text[cut:].startswith("=") else " ***") if cut else "***"
+    where = ("set the HF_TOKEN environment variable" if re.search("hub|hf", flag, re.IGNORECASE)
+             else f"put {flag}'s value in the environment variable its library reads")
+    return ConfigError(name, shown, f"allowed: flags without secrets (MLflow stores every -P value in plain "
+                                    f"text); {where} instead")
+
+
 def shell_words(name: str, value) -> tuple:
-    if not isinstance(value, str):
-        return tuple(value)
+    """hf_args as words; a flag carrying a secret is refused without echoing its value."""
+    text = value if isinstance(value, str) else shlex.join(value)
     try:
-        return tuple(shlex.split(value))
+        words = tuple(shlex.split(text)) if isinstance(value, str) else tuple(value)
     except ValueError as exc:
-        raise ConfigError(name, value, f"allowed: shell-quoted --flag value pairs ({exc})") from None
+        refused = secret_flag_refusal(name, text, _FLAG.findall(text))
+        raise refused or ConfigError(name, text, f"allowed: shell-quoted --flag value pairs ({exc})") from None
+    refused = secret_flag_refusal(name, text, words)
+    if refused:
+        raise refused
+    return words
 
 
 def option(default, parse: Callable, help: str, project: bool = True):

@@ -36,6 +36,7 @@ DATASET_FINGERPRINT_TAG = "dataset.fingerprint"
 EVAL_FINGERPRINT_TAG = "dataset.eval_fingerprint"
 MODEL_PRESET_TAG = "model_preset"
 RESUMED_TAG = "resumed"
+RESUMED_FROM_TAG = "resumed.from_step"  # the global step of the checkpoint a resumed run continued from
 ERROR_TAG = "error"
 MODEL_URI_TAG = "model_uri"
 REGISTERED_MODEL_TAG = "registered_model"

@@ -1,4 +1,4 @@
-"""MetricBuffer against a real sqlite store: batches, outages, spill files and upload-spill."""
+"""MetricBuffer against a real sqlite store: batches, outages, spill files, tags and status, upload-spill."""
 
 from mlflow.tracking import MlflowClient
 
@@ -17,6 +17,11 @@ class Outage:
         if self.down:
             raise ConnectionError("connection refused")
         return self.client.log_batch(*args, **kwargs)
+
+    def set_terminated(self, *args, **kwargs):
+        if self.down:
+            raise ConnectionError("connection refused")
+        return self.client.set_terminated(*args, **kwargs)
 
 
 def _history(client, run_id, key):
@@ -77,3 +82,37 @@ def test_next_run_replays_spills_earlier_runs_left_but_not_a_live_one(sqlite_uri
     lock.close()
     assert _history(client, dead, "loss") == [(s, float(s)) for s in range(20)]
     assert _history(client, live, "loss") == [] and (tmp_path / f"{live}.spill.jsonl").exists()
+
+
+def test_end_of_run_tags_and_status_wait_out_the_outage_in_order(sqlite_uri, tmp_path):
+    client = MlflowClient(sqlite_uri)
+    run_id = client.create_run(client.create_experiment("e")).info.run_id
+    flaky = Outage(client)
+    buffer = MetricBuffer(flaky, run_id, tmp_path / "spill.jsonl", flush_interval=0.05)
+    for step in range(10):
+        buffer.log_metric("loss", float(step), step)
+    buffer.log_tags({"input_bound": "no", "mlflow.note.content": "the description"})
+    buffer.log_status("FINISHED")
+    assert buffer.close(timeout=0.5) == 12  # ten metrics, the tags, the status: all in the spill file
+    assert client.get_run(run_id).info.status == "RUNNING"
+    sent, runs = upload_spill(tmp_path / "spill.jsonl")  # the server never came back to that process
+    run = client.get_run(run_id)
+    assert (sent, runs, run.info.status) == (10, {run_id}, "FINISHED")
+    assert run.data.tags["input_bound"] == "no" and run.data.tags["mlflow.note.content"] == "the description"
+    assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(10)]
+
+
+def test_persist_puts_everything_queued_on_disk_and_a_new_buffer_sends_it(sqlite_uri, tmp_path):
+    """What a checkpoint does: a process killed after it loses nothing it had logged."""
+    client = MlflowClient(sqlite_uri)
+    run_id = client.create_run(client.create_experiment("e")).info.run_id
+    spill = tmp_path / "spill.jsonl"
+    killed = MetricBuffer(Outage(client), run_id, spill, flush_interval=60)
+    for step in range(25):
+        killed.log_metric("loss", float(step), step)
+    killed.persist()
+    assert len(spill.read_text().splitlines()) == 25  # on disk now; the process may die
+    resumed = MetricBuffer(client, run_id, spill, flush_interval=0.05)  # same run, same spill file
+    resumed.log_metric("loss", 25.0, 25)
+    assert resumed.close(timeout=30) == 0
+    assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(26)]

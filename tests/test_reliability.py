@@ -1,4 +1,5 @@
-"""Against real processes: a tracking-server outage mid-training, and SIGKILL then resume."""
+"""Against real processes, under MLflow's default retries and timeouts: a tracking-server outage
+mid-training, and SIGKILL at five points of one run, each resumed."""
 
 import os
 import signal
@@ -12,15 +13,18 @@ from conftest import BIN, MlflowServer, no_running_runs
 
 pytestmark = pytest.mark.slow
 STEP_KEYS = ("loss", "step_samples_per_second", "step_dataloader_wait_fraction")
+INTERVAL_S = 2.0  # the monitor's sampling interval (MLflow's own variable sets it)
 
 
-def _train(args, env_extra=None, **popen):
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", **(env_extra or {})}
+def _train(args, log_path=None, env_extra=None, **popen):
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}",
+           "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL": str(INTERVAL_S), **(env_extra or {})}
+    err = open(log_path, "w") if log_path else subprocess.PIPE
     return subprocess.Popen([str(BIN / "bridgetower-mlflow"), "train", *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+                            stdout=subprocess.PIPE, stderr=err, **popen)
 
 
-def _wait_for(predicate, timeout=300, interval=0.5):
+def _wait_for(predicate, timeout=400, interval=0.5):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -30,8 +34,12 @@ def _wait_for(predicate, timeout=300, interval=0.5):
     raise TimeoutError(predicate)
 
 
+def _history(client, run_id, key):
+    return sorted(client.get_metric_history(run_id, key), key=lambda m: m.step)
+
+
 def _steps(client, run_id, key):
-    return [m.step for m in sorted(client.get_metric_history(run_id, key), key=lambda m: m.step)]
+    return [m.step for m in _history(client, run_id, key)]
 
 
 def _one_run(client):
@@ -43,56 +51,99 @@ def test_server_outage_mid_training_loses_nothing(cache_dir, tmp_path, monkeypat
     server = MlflowServer(f"sqlite:///{tmp_path / 'outage.db'}", tmp_path / "artifacts").start()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
     client = MlflowClient(server.url)
-    steps = 60
+    steps = 80
     proc = _train(["--max-steps", str(steps), "--logging-steps", "1", "--per-device-train-batch-size", "8",
                    "--dataloader-num-workers", "0", "--log-model", "false"],
-                  {"BRIDGETOWER_FLUSH_TIMEOUT": "180"})
+                  env_extra={"BRIDGETOWER_FLUSH_TIMEOUT": "240"})
     try:
         run_id = _wait_for(lambda: _one_run(client))
         _wait_for(lambda: len(_steps(client, run_id, "loss")) >= 3)
         server.stop()
-        outage_started = time.monotonic()
-        time.sleep(12)  # training goes on while the server is away
+        down = time.time()
+        time.sleep(35)  # training goes on while the server is away
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         server.start()
-        outage = time.monotonic() - outage_started
-        out, err = proc.communicate(timeout=600)
+        up = time.time()
+        out, err = proc.communicate(timeout=900)
         assert proc.returncode == 0, err[-3000:]
+    finally:
+        proc.kill()
+    try:
         run = client.get_run(run_id)
         assert run.info.status == "FINISHED"
         for key in STEP_KEYS:
             assert _steps(client, run_id, key) == list(range(1, steps + 1)), key
+        during = [m for m in _history(client, run_id, "loss") if down * 1000 < m.timestamp < up * 1000]
+        assert during, "the run must overlap the outage"
         assert "train_samples_per_second" in run.data.metrics and "eval_loss" in run.data.metrics
-        system = _steps(client, run_id, "system/main_process_cpu_percentage")
-        assert system == list(range(len(system))) and len(system) >= 2
-        print(f"outage survived: {outage:.1f} s")
+        assert run.data.tags["input_bound"] in ("no", "moderate", "high")  # end-of-run tags arrived
+        assert run.data.tags["mlflow.note.content"].startswith("**cpu**")  # and the description
+        for key in ("system/cpu_utilization_percentage", "system/system_memory_usage_megabytes",
+                    "system/main_process_cpu_percentage"):  # MLflow's collectors and the project's own
+            series = _history(client, run_id, key)
+            assert [m.step for m in series] == list(range(len(series))), key
+            assert series[0].timestamp < down * 1000 and series[-1].timestamp > up * 1000, key
+            gaps = [(b.timestamp - a.timestamp) / 1000 for a, b in zip(series, series[1:])]
+            assert max(gaps) <= 2 * INTERVAL_S + 0.5, (key, max(gaps))
+        print(f"outage: {up - down:.1f} s, {len(during)} steps logged during it")
     finally:
-        proc.kill()
         server.stop()
 
 
-def test_sigkill_then_resume_continues_the_same_run(cache_dir, sqlite_uri, tmp_path):
+def _checkpointed(folder, step):
+    return (folder / f"checkpoint-{step}" / "trainer_state.json").exists()
+
+
+def test_sigkill_at_five_points_then_resume_logs_every_step_once(cache_dir, sqlite_uri, tmp_path):
     client = MlflowClient(sqlite_uri)
-    steps = 120
-    args = ["--max-steps", str(steps), "--logging-steps", "1", "--save-steps", "4", "--per-device-train-batch-size",
-            "8", "--dataloader-num-workers", "0", "--log-model", "false", "--output-dir", str(tmp_path / "out")]
-    first = _train(args, start_new_session=True)
-    run_id = _wait_for(lambda: _one_run(client))
-    checkpoints = tmp_path / "out" / run_id
-    _wait_for(lambda: len(_steps(client, run_id, "loss")) >= 8 and any(checkpoints.glob("checkpoint-*")), interval=0.1)
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait()
-    before = _steps(client, run_id, "loss")
-    resumed = _train([*args, "--resume", "true"])
-    out, err = resumed.communicate(timeout=600)
-    assert resumed.returncode == 0, err[-3000:]
+    steps, out = 60, tmp_path / "out"
+    args = ["--max-steps", str(steps), "--logging-steps", "1", "--save-steps", "10", "--per-device-train-batch-size",
+            "8", "--dataloader-num-workers", "0", "--output-dir", str(out)]
+    logs = [tmp_path / f"attempt-{i}.log" for i in range(6)]
+    folder = {}
+
+    def run_folder():
+        run_id = _one_run(client)
+        folder["path"] = out / run_id if run_id else None
+        return run_id
+
+    kill_points = [  # (what, when): each attempt is killed when its condition holds
+        ("right after the checkpoint at step 10", lambda log: _checkpointed(folder["path"], 10)),
+        ("between two shipments", lambda log: len(_steps(client, run_id, "loss")) >= 16 and time.sleep(2) is None),
+        ("during training, past the checkpoint at step 30", lambda log: _checkpointed(folder["path"], 30)),
+        ("during evaluation", lambda log: "evaluating on" in log.read_text()),
+        ("while the model is logged", lambda log: (folder["path"] / "final-model").exists()),
+    ]
+    resumed_from = []
+    for attempt, (what, condition) in enumerate(kill_points):
+        proc = _train([*args, *(["--resume", "true"] if attempt else [])], logs[attempt], start_new_session=True)
+        run_id = _wait_for(run_folder)
+        _wait_for(lambda c=condition, log=logs[attempt], p=proc: c(log) or p.poll() is not None, interval=0.05)
+        assert proc.poll() is None, f"attempt {attempt} ended before '{what}': {logs[attempt].read_text()[-2000:]}"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        resumed_from.append(_resume_step(logs[attempt]))
+    final = _train([*args, "--resume", "true"], logs[5])
+    assert final.wait(timeout=900) == 0, logs[5].read_text()[-3000:]
+    resumed_from.append(_resume_step(logs[5]))
     assert _one_run(client) == run_id
     run = client.get_run(run_id)
     assert run.info.status == "FINISHED" and run.data.tags["resumed"] == "true"
     for key in STEP_KEYS:
-        assert _steps(client, run_id, key) == list(range(1, steps + 1)), key
-    assert _steps(client, run_id, "loss")[: len(before)] == before
+        assert _steps(client, run_id, key) == list(range(1, steps + 1)), key  # every step, exactly once
+    resumes = [int(step) for step in resumed_from[1:]]  # each attempt after the first continued from a checkpoint
+    assert resumed_from[0] is None and None not in resumed_from[1:], resumed_from
+    assert resumes == sorted(resumes) and resumes[0] >= 10 and resumes[-1] == steps, resumes
+    assert run.data.tags["resumed.from_step"] == str(steps)
     assert no_running_runs(sqlite_uri) == []
+    print("kill points:", [what for what, _ in kill_points], "resumed from steps:", resumes)
+
+
+def _resume_step(log):
+    for line in log.read_text().splitlines():
+        if "resumed at step" in line:
+            return line.rsplit(" ", 1)[-1]
+    return None
 
 
 def test_resume_with_a_different_learning_rate_is_refused(cache_dir, sqlite_uri, tmp_path):

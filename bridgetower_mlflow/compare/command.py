@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
-from ..cli_support import CONTEXT, dual_option, reports_errors
+from ..cli_support import CONTEXT, dual_option, mark_project_run_failed, reports_errors
 
 
 @click.command("compare", context_settings=CONTEXT)
@@ -17,11 +19,23 @@ from ..cli_support import CONTEXT, dual_option, reports_errors
               "where present, else the first).")
 @dual_option("allow_diff", default="", help="Comma list of config keys allowed to differ side by side, "
              "e.g. per_device_train_batch_size (differences are shown).")
-@click.option("--reference", default="none", help="none | study: add the published BridgeTower numbers.")
+@click.option("--reference", default="none", help="none | study: the HF blog's 2023-08 table + optimum-habana's "
+              "current Gaudi2 CI baseline | all: also the CI history, Gaudi3 CI, Intel's table, the blog's first "
+              "version. Published rows are marked; no H200 number is published.")
 @dual_option("output_dir", default="", help="Also write report.md/txt, speedups.csv/json, PNGs here.")
 @click.option("--log-to-mlflow/--no-log", default=True, show_default=True,
               help="Log the outputs as artifacts of a `compare` run.")
 @dual_option("parent_run_id", default="", help="Compare only children of this run and log on it (sweep).")
+@click.option("--prices", default="", help="USD per device-hour you pay, e.g. gaudi2=1.20,h100=2.50,a100=1.10: "
+              "adds USD per million samples (none are built in).")
+@dual_option("price_source", default="", help="Where the prices come from, recorded with them, e.g. "
+             "\"on-demand list prices, 2026-11, vendor X\".")
+@dual_option("write_gate", default="", help="Write the measured samples/s per configuration and accelerator "
+             "to this JSON file (a regression gate).")
+@click.option("--gate", default="", help="Check against a --write-gate file: exit 1 and list the "
+              "configurations below tolerance x the gate.")
+@click.option("--tolerance", default="0.95", show_default=True,
+              help="Gate rule (optimum-habana's CI): fail below tolerance x the gated samples/s.")
 @reports_errors
 def compare_command(**options):
     """Group train runs into identical configurations and report speedups across accelerators."""
@@ -37,6 +51,8 @@ def compare_command(**options):
         output_dir=options["output_dir"] or None,
         log_to_mlflow=options["log_to_mlflow"],
         parent_run_id=options["parent_run_id"].strip(),
+        prices=options["prices"], price_source=options["price_source"],
+        gate=options["gate"], write_gate=options["write_gate"], tolerance=options["tolerance"],
     ))
     click.echo(outcome.text)
     for path in outcome.files:
@@ -45,3 +61,17 @@ def compare_command(**options):
         click.echo(f"logged compare outputs on run {outcome.logged_run_id}")
     for link in outcome.links:
         click.echo(f"view: {link}")
+    if outcome.gate_file:
+        click.echo(f"wrote gate {outcome.gate_file}")
+    if outcome.gate and outcome.gate.failed:
+        _fail_gate(outcome.gate)
+
+
+def _fail_gate(gate) -> None:
+    """The gate's verdict: its lines at the end of the log, one error line, exit status 1."""
+    for check in gate.failed:
+        click.echo(check.line())
+    message = f"gate: {len(gate.failed)} of {len(gate.checks)} configurations below {gate.tolerance:g} x {gate.path}"
+    mark_project_run_failed(message)
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)

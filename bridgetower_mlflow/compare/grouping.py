@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ..accelerators.registry import ACCELERATOR_KINDS
 from ..contract import DECODE_CLASSES, DECODE_CPU
 from .records import RunRecord
+from .stats import median_or_none, olympic_mean
 
 # Everything that shaped a run except the accelerator and the data-loading setting.
 CONFIG_KEYS = (
@@ -23,6 +24,9 @@ SHORT_KEY_NAMES = {
 }
 ACCELERATOR_ORDER = ACCELERATOR_KINDS
 DECODE_ORDER = {name: index for index, name in enumerate(DECODE_CLASSES)}
+# RunRecord fields train measures on some devices only; a cell keeps the values it has.
+EFFICIENCY_FIELDS = ("model_tflops_per_second", "mfu", "joules_per_sample")
+UNREPORTED_WORKERS = -1  # a published number whose worker count was not stated
 
 
 def accelerator_sort_key(name: str) -> tuple:
@@ -39,7 +43,8 @@ class Setting:
 
     @property
     def label(self) -> str:
-        return f"w{self.workers} decode={self.decode}"
+        workers = "w?" if self.workers == UNREPORTED_WORKERS else f"w{self.workers}"
+        return f"{workers} decode={self.decode}"
 
     @property
     def is_baseline(self) -> bool:
@@ -63,10 +68,20 @@ class GroupStats:
     run_ids: list[str] = field(default_factory=list)
     data_loaders: set[str] = field(default_factory=set)
     device_names: set[str] = field(default_factory=set)
+    efficiency: dict[str, list[float]] = field(default_factory=dict)  # EFFICIENCY_FIELDS -> values
 
     @property
     def n(self) -> int:
         return len(self.values)
+
+    @property
+    def olympic(self) -> float | None:
+        """MLPerf's olympic average (best and worst run dropped); None under 5 runs."""
+        return olympic_mean(self.values)
+
+    def efficiency_median(self, name: str) -> float | None:
+        """Median of one EFFICIENCY_FIELDS metric over the runs that have it."""
+        return median_or_none(self.efficiency.get(name))
 
     @property
     def median(self) -> float:
@@ -111,6 +126,9 @@ def group_records(records: list[RunRecord]) -> list[GroupStats]:
         group.data_loaders.add(record.data_loader)
         if record.device_name:
             group.device_names.add(record.device_name)
+        for name in EFFICIENCY_FIELDS:
+            if getattr(record, name) is not None:
+                group.efficiency.setdefault(name, []).append(getattr(record, name))
     return list(groups.values())
 
 

@@ -12,6 +12,8 @@ from ..contract import (
     DEVICE_COUNT_TAG,
     DEVICE_NAME_TAG,
     INPUT_BOUND_TAG,
+    JOULES_PER_SAMPLE_METRIC,
+    MFU_METRIC,
     PARENT_RUN_TAG,
     PRECISION_TAG,
     RUN_KIND_TAG,
@@ -19,6 +21,7 @@ from ..contract import (
     RUN_NAME_TAG,
     THROUGHPUT_METRIC,
     THROUGHPUT_PER_DEVICE_METRIC,
+    TFLOPS_METRIC,
     WAIT_METRIC,
     WARMUP_TAG,
 )
@@ -57,6 +60,9 @@ class RunRecord:
     input_bound: str = ""
     source: str = MEASURED  # `measured`, or the citation of a published number
     parent_run_id: str = ""
+    model_tflops_per_second: float | None = None  # efficiency metrics: only where train measured them
+    mfu: float | None = None
+    joules_per_sample: float | None = None
 
 
 @dataclass
@@ -113,6 +119,9 @@ def record_from_run(run) -> RunRecord | None:
         dataloader_wait_fraction=metrics.get(WAIT_METRIC),
         input_bound=tags.get(INPUT_BOUND_TAG, ""),
         parent_run_id=tags.get(PARENT_RUN_TAG, ""),
+        model_tflops_per_second=metrics.get(TFLOPS_METRIC),
+        mfu=metrics.get(MFU_METRIC),
+        joules_per_sample=metrics.get(JOULES_PER_SAMPLE_METRIC),
     )
 
 

@@ -6,62 +6,32 @@ import csv
 import io
 import json
 
-from .grouping import CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats
+from .cost import usd_per_million_samples
+from .grouping import CONFIG_KEYS, EFFICIENCY_FIELDS, SHORT_KEY_NAMES
+from .headline import absent_pair_note
 from .speedups import Comparison, ConfigSection
+from .stats import within_noise
+from .tables import headline_table, section_heading, section_tables
 
 METRIC_NOTE = (
     "Throughput = train_samples_per_second (global over all devices, warmup steps excluded); "
-    "cells show the median of n repeats [min-max]; speedups are ratios of medians."
+    "cells show the median of n repeats, min-max, and from 5 runs MLPerf's olympic average (best and "
+    "worst dropped); speedups are ratios of medians; '~noise': the two cells' min-max ranges overlap; "
+    "a single run has no range."
 )
 CSV_FIELDS = (
     "section", "source", "throughput_warmup_steps", *CONFIG_KEYS, "accelerator", "column", "setting",
     "dataloader_num_workers", "decode", "data_loaders", "device_names", "n", "median", "min", "max",
     "baseline_column", "speedup_vs_baseline", "speedup_vs_w0_cpu_decode", "best_for_column",
-    "best_vs_baseline_best", "run_ids",
+    "best_vs_baseline_best", "run_ids", "olympic_mean", "speedup_vs_baseline_within_noise",
+    *EFFICIENCY_FIELDS, "usd_per_million_samples",
 )
+Table = tuple[str, list[str], list[list[str]]]
 
 
-def format_speedup(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
-
-
-def format_cell(group: GroupStats) -> str:
-    text = f"{group.median:.1f} (n={group.n}"
-    text += f", {group.minimum:.1f}-{group.maximum:.1f})" if group.n > 1 else ")"
-    if group.setting.decode == "device":
-        text += " " + "/".join(sorted(group.data_loaders))
-    return text
-
-
-def section_heading(section: ConfigSection) -> str:
-    prefix = f"PUBLISHED, not measured here: {section.source[len('published: '):]} | " if section.published else ""
-    return prefix + section.title()
-
-
-def section_tables(section: ConfigSection) -> list[tuple[str, list[str], list[list[str]]]]:
-    """(caption, headers, rows) for the three tables of one section."""
-    base = section.baseline_column
-    others = [c for c in section.columns if c != base]
-    base_label = base or "baseline (absent here)"
-    throughput = (
-        f"Throughput (samples/s) and speedup over {base_label}",
-        ["setting", *section.columns, *(f"{c} vs {base_label}" for c in others)],
-        [[row.setting.label, *(format_cell(row.cells[c]) if c in row.cells else "-" for c in section.columns),
-          *(format_speedup(row.vs_baseline.get(c)) for c in others)] for row in section.rows],
-    )
-    settings = (
-        "Data-loading speedup over w0 decode=cpu, within each accelerator",
-        ["setting", *section.columns],
-        [[row.setting.label, *(format_speedup(row.vs_baseline_setting.get(c)) for c in section.columns)]
-         for row in section.setting_rows],
-    )
-    best = (
-        f"Best setting per accelerator, head to head with {base_label}'s best",
-        ["accelerator", "best setting", "samples/s", f"vs {base_label} best"],
-        [[r.column, r.best.setting.label, format_cell(r.best), format_speedup(r.vs_baseline)]
-         for r in section.best_rows],
-    )
-    return [throughput, settings, best]
+def headline_tables(comparison: Comparison) -> list[Table]:
+    """The headline table, or none (the summary then says why)."""
+    return [headline_table(comparison.headline, comparison.prices)] if comparison.headline else []
 
 
 def _summary_lines(comparison: Comparison) -> list[str]:
@@ -73,6 +43,9 @@ def _summary_lines(comparison: Comparison) -> list[str]:
     ]
     if comparison.allow_diff:
         lines.append("Allowed to differ: " + ", ".join(comparison.allow_diff) + " (differences shown per section).")
+    if comparison.prices:
+        lines.append("Prices as given, not built in: " + comparison.prices.describe()
+                     + "; USD per million samples = price x devices / samples per hour x 1e6 (derived).")
     return lines + list(comparison.notes)
 
 
@@ -83,61 +56,70 @@ def _differences(section: ConfigSection) -> list[str]:
     ]
 
 
+def _blocks(comparison: Comparison, caveats: dict) -> list[tuple[str, list[str], list[Table], list[str]]]:
+    """(heading, lines before, tables, lines after): the headline first, then every section."""
+    absent = [] if comparison.headline else [absent_pair_note(comparison.sections)]
+    blocks = [("Headline: Gaudi vs GPU", absent, headline_tables(comparison), [])]
+    for index, section in enumerate(comparison.sections, 1):
+        after = list(caveats.get(section.source, ())) if section.published else []
+        blocks.append((section_heading(section, index), _differences(section),
+                       section_tables(section, comparison.prices), after))
+    return blocks
+
+
 def to_markdown(comparison: Comparison, caveats=None) -> str:
     """The report as markdown (also the compare run's description in the MLflow UI)."""
-    caveats = caveats or {}
     out = ["# BridgeTower throughput comparison", "", *_summary_lines(comparison), ""]
-    for section in comparison.sections:
-        out += [f"## {section_heading(section)}", ""]
-        out += [f"- {line}" for line in _differences(section)]
-        for caption, headers, rows in section_tables(section):
-            out += [f"**{caption}**", "", "| " + " | ".join(headers) + " |",
-                    "|" + "---|" * len(headers)]
-            out += ["| " + " | ".join(row) + " |" for row in rows]
-            out.append("")
-        if section.published:
-            out += [f"- {line}" for line in caveats.get(section.source, ())] + [""]
+    for heading, before, tables, after in _blocks(comparison, caveats or {}):
+        out += [f"## {heading}", ""] + [f"- {line}" for line in before] + ([""] if before else [])
+        for caption, headers, rows in tables:
+            out += [f"**{caption}**", "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+            out += ["| " + " | ".join(row) + " |" for row in rows] + [""]
+        out += [f"- {line}" for line in after] + ([""] if after else [])
     return "\n".join(out)
 
 
 def to_text(comparison: Comparison, caveats=None) -> str:
     """Aligned plain-text tables for the terminal."""
-    caveats = caveats or {}
     out = _summary_lines(comparison) + [""]
-    for section in comparison.sections:
-        out += ["== " + section_heading(section), *_differences(section)]
-        for caption, headers, rows in section_tables(section):
+    for heading, before, tables, after in _blocks(comparison, caveats or {}):
+        out += ["== " + heading, *before]
+        for caption, headers, rows in tables:
             widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
-            out += ["", caption, "  ".join(h.ljust(w) for h, w in zip(headers, widths))]
-            out += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows]
-        if section.published:
-            out += [""] + [f"* {line}" for line in caveats.get(section.source, ())]
-        out.append("")
+            out += ["", caption, "  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+            out += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+        out += ([""] + [f"* {line}" for line in after] if after else []) + [""]
     return "\n".join(out)
+
+
+def _group_row(comparison: Comparison, index: int, section: ConfigSection, row, setting_row, column) -> dict:
+    group, best = row.cells[column], {r.column: r for r in section.best_rows}[column]
+    base = row.cells.get(section.baseline_column)
+    return {
+        "section": index, "source": group.source, "throughput_warmup_steps": group.warmup,
+        **group.config, "accelerator": group.accelerator, "column": column,
+        "setting": row.setting.label, "dataloader_num_workers": row.setting.workers,
+        "decode": row.setting.decode, "data_loaders": " ".join(sorted(group.data_loaders)),
+        "device_names": " | ".join(sorted(group.device_names)), "n": group.n,
+        "median": group.median, "min": group.minimum, "max": group.maximum,
+        "baseline_column": section.baseline_column or "",
+        "speedup_vs_baseline": row.vs_baseline.get(column),
+        "speedup_vs_w0_cpu_decode": setting_row.vs_baseline_setting.get(column),
+        "best_for_column": best.best is group,
+        "best_vs_baseline_best": best.vs_baseline if best.best is group else None,
+        "run_ids": " ".join(group.run_ids), "olympic_mean": group.olympic,
+        "speedup_vs_baseline_within_noise": within_noise(group, base) if column != section.baseline_column else None,
+        **{name: group.efficiency_median(name) for name in EFFICIENCY_FIELDS},
+        "usd_per_million_samples": usd_per_million_samples(group, comparison.prices),
+    }
 
 
 def csv_rows(comparison: Comparison) -> list[dict]:
     """One row per (section, column, setting) group, numbers unrounded."""
-    rows = []
-    for index, section in enumerate(comparison.sections, 1):
-        best = {r.column: r for r in section.best_rows}
-        for row, setting_row in zip(section.rows, section.setting_rows):
-            for column, group in row.cells.items():
-                rows.append({
-                    "section": index, "source": group.source, "throughput_warmup_steps": group.warmup,
-                    **group.config, "accelerator": group.accelerator, "column": column,
-                    "setting": row.setting.label, "dataloader_num_workers": row.setting.workers,
-                    "decode": row.setting.decode, "data_loaders": " ".join(sorted(group.data_loaders)),
-                    "device_names": " | ".join(sorted(group.device_names)), "n": group.n,
-                    "median": group.median, "min": group.minimum, "max": group.maximum,
-                    "baseline_column": section.baseline_column or "",
-                    "speedup_vs_baseline": row.vs_baseline.get(column),
-                    "speedup_vs_w0_cpu_decode": setting_row.vs_baseline_setting.get(column),
-                    "best_for_column": best[column].best is group,
-                    "best_vs_baseline_best": best[column].vs_baseline if best[column].best is group else None,
-                    "run_ids": " ".join(group.run_ids),
-                })
-    return rows
+    return [_group_row(comparison, index, section, row, setting_row, column)
+            for index, section in enumerate(comparison.sections, 1)
+            for row, setting_row in zip(section.rows, section.setting_rows)
+            for column in row.cells]
 
 
 def to_csv(comparison: Comparison) -> str:
@@ -148,8 +130,21 @@ def to_csv(comparison: Comparison) -> str:
     return buffer.getvalue()
 
 
+def headline_records(comparison: Comparison) -> list[dict]:
+    """The headline pairs as plain numbers (JSON)."""
+    return [{
+        "section": pair.section_index, "source": pair.section.source, "gaudi": pair.gaudi, "gpu": pair.gpu,
+        "matched_setting": pair.matched_setting.label if pair.matched_setting else None,
+        "matched_speedup": pair.matched_speedup, "matched_within_noise": pair.matched_within_noise,
+        "gaudi_best_setting": pair.best_gaudi.setting.label, "gpu_best_setting": pair.best_gpu.setting.label,
+        "best_vs_best": pair.best_speedup, "best_within_noise": pair.best_within_noise,
+        "gaudi_best_usd_per_million_samples": usd_per_million_samples(pair.best_gaudi, comparison.prices),
+        "gpu_best_usd_per_million_samples": usd_per_million_samples(pair.best_gpu, comparison.prices),
+    } for pair in comparison.headline]
+
+
 def to_json(comparison: Comparison, caveats=None) -> str:
-    """Sections with their config, differences, baseline and per-group rows."""
+    """Headline, sections with their config, differences, baseline and per-group rows."""
     rows = csv_rows(comparison)
     sections = [
         {"index": i, "heading": section_heading(s), "source": s.source, "published": s.published,
@@ -162,7 +157,10 @@ def to_json(comparison: Comparison, caveats=None) -> str:
         "metric": "train_samples_per_second", "baseline": comparison.baseline,
         "allow_diff": list(comparison.allow_diff), "run_count": comparison.run_count,
         "left_out": dict(comparison.left_out), "experiments": comparison.experiments,
-        "notes": comparison.notes, "sections": sections,
+        "notes": comparison.notes, "headline": headline_records(comparison),
+        "prices": {"usd_per_device_hour": comparison.prices.usd_per_device_hour,
+                   "source": comparison.prices.source},
+        "sections": sections,
         "published_caveats": {source: list(lines) for source, lines in (caveats or {}).items()},
     }
     return json.dumps(document, indent=2, default=str)

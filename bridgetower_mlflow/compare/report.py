@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -10,28 +11,17 @@ from pathlib import Path
 from ..contract import NOTE_LIMIT, NOTE_TAG, RUN_KIND_COMPARE, RUN_KIND_TAG
 from ..errors import ConfigError
 from . import render
+from .gate import GateResult, check_gate, gate_document, write_gate
+from .headline import build_headline
+from .options import CompareOptions, ParsedOptions, parse_options
+from .published import ALL_CAVEATS, reference_notes, reference_records
 from .records import fetch_run_records
 from .scope import CompareScope, nothing_matched, resolve_scope
-from .speedups import Comparison, build_sections, parse_allow_diff
-from .study import STUDY_CAVEATS, study_records
+from .speedups import Comparison, build_sections
 
-REFERENCES = ("none", "study")
+__all__ = ["CompareOptions", "CompareOutcome", "build_comparison", "run_compare", "ui_links"]
 ARTIFACT_DIR = "compare"
-
-
-@dataclass
-class CompareOptions:
-    """What the user asked compare to do (CLI options, validated here)."""
-
-    experiment_names: tuple = ()
-    experiment_ids: tuple = ()
-    filter_string: str = ""
-    baseline: str | None = None
-    allow_diff: str = ""
-    reference: str = "none"
-    output_dir: str | None = None
-    log_to_mlflow: bool = True
-    parent_run_id: str = ""
+GATE_ARTIFACT = "gate.json"
 
 
 @dataclass
@@ -42,30 +32,31 @@ class CompareOutcome:
     files: list[Path] = field(default_factory=list)
     logged_run_id: str | None = None
     links: list[str] = field(default_factory=list)
+    gate: GateResult | None = None
+    gate_file: Path | None = None
 
 
-def build_comparison(client, options: CompareOptions) -> tuple[Comparison, CompareScope]:
+def build_comparison(client, options: CompareOptions, parsed: ParsedOptions | None = None):
     """Fetch matching train runs and build the tables; raises NoMatchingRuns or ConfigError."""
-    reference = (options.reference or "none").strip().lower()
-    if reference not in REFERENCES:
-        raise ConfigError("reference", options.reference, "allowed: " + ", ".join(REFERENCES))
-    allow_diff = parse_allow_diff(options.allow_diff)
+    parsed = parsed or parse_options(options)
     scope = resolve_scope(client, options.experiment_names, options.experiment_ids,
                           options.filter_string, options.parent_run_id)
     fetched = _fetch(client, scope)
     if not fetched.records:
         raise nothing_matched(client, scope, fetched)
-    records = fetched.records + (study_records() if reference == "study" else [])
-    baseline = (options.baseline or "").strip().lower() or None
+    records = fetched.records + reference_records(parsed.reference)
     present = sorted({r.accelerator for r in records})
-    if baseline and baseline not in present:
+    if parsed.baseline and parsed.baseline not in present:
         raise ConfigError("baseline", options.baseline, "accelerators present: " + ", ".join(present))
+    sections = build_sections(records, parsed.baseline, parsed.allow_diff)
     comparison = Comparison(
-        sections=build_sections(records, baseline, allow_diff), baseline=baseline, allow_diff=allow_diff,
+        sections=sections, baseline=parsed.baseline, allow_diff=parsed.allow_diff,
         run_count=len(fetched.records), left_out=dict(fetched.left_out), experiments=scope.describe(),
+        headline=build_headline(sections), prices=parsed.prices,
     )
-    if baseline is None:
+    if parsed.baseline is None:
         comparison.notes.append("Baseline per configuration: a100 where present, else the first accelerator.")
+    comparison.notes += reference_notes(parsed.reference)
     return comparison, scope
 
 
@@ -81,18 +72,19 @@ def _fetch(client, scope: CompareScope):
         raise ConfigError("filter", scope.filter_string, f"an MLflow filter joined with AND ({message})") from None
 
 
-def write_outputs(comparison: Comparison, output_dir: Path) -> list[Path]:
-    """report.md, report.txt, speedups.csv, speedups.json and the PNG charts."""
+def write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool = False) -> list[Path]:
+    """report.md, report.txt, speedups.csv, speedups.json, the PNG charts (and gate.json when written)."""
     from .charts import write_charts
 
     output_dir.mkdir(parents=True, exist_ok=True)
-    caveats = STUDY_CAVEATS
     contents = {
-        "report.md": render.to_markdown(comparison, caveats),
-        "report.txt": render.to_text(comparison, caveats),
+        "report.md": render.to_markdown(comparison, ALL_CAVEATS),
+        "report.txt": render.to_text(comparison, ALL_CAVEATS),
         "speedups.csv": render.to_csv(comparison),
-        "speedups.json": render.to_json(comparison, caveats),
+        "speedups.json": render.to_json(comparison, ALL_CAVEATS),
     }
+    if with_gate:
+        contents[GATE_ARTIFACT] = json.dumps(gate_document(comparison), indent=2) + "\n"
     paths = []
     for name, text in contents.items():
         path = output_dir / name
@@ -102,18 +94,25 @@ def write_outputs(comparison: Comparison, output_dir: Path) -> list[Path]:
 
 
 def run_compare(options: CompareOptions, client=None) -> CompareOutcome:
-    """The compare command's work, minus printing."""
+    """The compare command's work, minus printing (and minus the gate's exit status)."""
     from mlflow import MlflowClient
 
+    parsed = parse_options(options)  # bad options fail before the tracking server is asked anything
     client = client or MlflowClient()
-    comparison, scope = build_comparison(client, options)
-    outcome = CompareOutcome(comparison, render.to_text(comparison, STUDY_CAVEATS),
-                             render.to_markdown(comparison, STUDY_CAVEATS))
+    comparison, scope = build_comparison(client, options, parsed)
+    gate = None
+    if parsed.gate_document is not None:
+        gate = check_gate(comparison, parsed.gate_document, parsed.tolerance, options.gate.strip())
+        comparison.notes += gate.lines()
+    outcome = CompareOutcome(comparison, render.to_text(comparison, ALL_CAVEATS),
+                             render.to_markdown(comparison, ALL_CAVEATS), gate=gate)
+    if options.write_gate.strip():
+        outcome.gate_file = write_gate(comparison, options.write_gate.strip())
     if not (options.output_dir or options.log_to_mlflow):
         return outcome
     with tempfile.TemporaryDirectory(prefix="bridgetower-compare-") as scratch:
         output_dir = Path(options.output_dir or scratch)
-        outcome.files = write_outputs(comparison, output_dir)
+        outcome.files = write_outputs(comparison, output_dir, with_gate=outcome.gate_file is not None)
         if options.log_to_mlflow:
             outcome.logged_run_id = log_compare_run(client, options, scope, outcome, output_dir)
     outcome.links = ui_links(client, scope, outcome.logged_run_id)
@@ -122,7 +121,8 @@ def run_compare(options: CompareOptions, client=None) -> CompareOutcome:
     return outcome
 
 
-def _summary_tags(options: CompareOptions, scope: CompareScope, comparison: Comparison) -> dict:
+def _summary_tags(options: CompareOptions, scope: CompareScope, outcome: CompareOutcome) -> dict:
+    comparison, gate = outcome.comparison, outcome.gate
     return {
         "compare.baseline": comparison.baseline or "auto",
         "compare.allow_diff": ",".join(comparison.allow_diff),
@@ -131,6 +131,11 @@ def _summary_tags(options: CompareOptions, scope: CompareScope, comparison: Comp
         "compare.experiments": ", ".join(scope.describe())[:5000],
         "compare.run_count": str(comparison.run_count),
         "compare.sections": str(len(comparison.sections)),
+        "compare.prices": comparison.prices.spec() or "none",
+        "compare.price_source": comparison.prices.source[:5000] if comparison.prices else "",
+        "compare.gate": options.gate.strip()[:5000],
+        "compare.gate_result": (gate.summary() if gate else "not checked")[:5000],
+        "compare.write_gate": str(outcome.gate_file or "")[:5000],
     }
 
 
@@ -146,7 +151,7 @@ def log_compare_run(client, options: CompareOptions, scope: CompareScope, outcom
     """Log outputs on the sweep parent, on `mlflow run`'s run, or on a new `compare` run."""
     from mlflow.entities import RunTag
 
-    tags = _summary_tags(options, scope, outcome.comparison)
+    tags = _summary_tags(options, scope, outcome)
     tags[NOTE_TAG] = _note(outcome.markdown)
     run_id = options.parent_run_id or os.environ.get("MLFLOW_RUN_ID")
     created = not run_id

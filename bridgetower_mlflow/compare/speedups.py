@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
+from .cost import PriceList
 from .grouping import (
     CONFIG_KEYS,
     SHORT_KEY_NAMES,
@@ -167,3 +168,5 @@ class Comparison:
     left_out: dict
     experiments: list[str]
     notes: list[str] = field(default_factory=list)
+    headline: list = field(default_factory=list)  # headline.HeadlinePair, built from the sections
+    prices: PriceList = field(default_factory=PriceList)

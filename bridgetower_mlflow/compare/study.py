@@ -6,6 +6,8 @@ per-device batch 48) and optimum-habana's CI baseline for Gaudi2 (2025-02, #1749
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .records import RunRecord
 
 BLOG_SOURCE = "published: HF blog bridgetower (2023-08-29)"
@@ -13,6 +15,9 @@ CI_SOURCE = "published: optimum-habana CI baseline (2025-02)"
 STUDY_MODEL = "BridgeTower/bridgetower-large-itm-mlm-itc"
 STUDY_DATASET = "jmhessel/newyorker_caption_contest"
 UNREPORTED = "unreported"
+MIXED_WARMUP = "3 on Gaudi, none on GPU"  # the blog mixed warmup rules across vendors
+DEVICE_NAMES = {"a100": "A100 80GB", "h100": "H100", "gaudi2": "Gaudi2", "gaudi3": "Gaudi3"}
+LOADERS = {"cpu": "torch-cpu", "device": "habana-mediapipe"}  # published device decode is Gaudi's only
 
 # accelerator -> ((workers, decode, data_loader, samples/s), ...)
 BLOG_NUMBERS = {
@@ -38,43 +43,61 @@ STUDY_CAVEATS = {
     CI_SOURCE: ("optimum-habana's CI baseline: 8x Gaudi2, 5 epochs, --throughput_warmup_steps 3, "
                 "media pipeline, 2 workers; one number per release, no variance.",),
 }
+H200_NOTE = ("H200: no published BridgeTower fine-tuning number is known (none in the HF blog, optimum-habana's "
+             "CI baselines or Intel's table); H200 appears only where measured here.")
 
 
-def _published(accelerator: str, row: tuple, source: str, warmup: str, index: int) -> RunRecord:
-    """One published number; `row` is (workers, decode, data_loader, samples/s)."""
-    workers, decode, loader, value = row
+@dataclass(frozen=True)
+class PublishedNumber:
+    """One published samples/s figure and the conditions its source states."""
+
+    source: str
+    accelerator: str
+    value: float
+    workers: int = 0
+    decode: str = "cpu"
+    batch: str = "48"
+    strategy: str = UNREPORTED
+    warmup: str = MIXED_WARMUP
+    devices: str = "8"
+
+
+def published_record(number: PublishedNumber, index: int) -> RunRecord:
+    """A RunRecord marked by its source; conditions the source left out read `unreported`."""
+    workers = "w?" if number.workers < 0 else f"w{number.workers}"
     return RunRecord(
-        run_id=f"published-{accelerator}-{index}",
-        run_name=f"{accelerator} w{workers} decode={decode} (published)",
+        run_id=f"published-{number.accelerator}-{index}",
+        run_name=f"{number.accelerator} {workers} decode={number.decode} (published)",
         experiment_id="",
-        accelerator=accelerator,
-        device_name={"a100": "A100 80GB", "h100": "H100", "gaudi2": "Gaudi2"}[accelerator],
+        accelerator=number.accelerator,
+        device_name=DEVICE_NAMES.get(number.accelerator, number.accelerator),
         model=STUDY_MODEL,
         dataset=STUDY_DATASET,
         dataset_config="matching",
-        per_device_train_batch_size="48",
-        devices="8",
+        per_device_train_batch_size=number.batch,
+        devices=number.devices,
         precision=UNREPORTED,
         max_seq_length=UNREPORTED,
-        distribution_strategy=UNREPORTED,
-        throughput_warmup_steps=warmup,
-        dataloader_num_workers=workers,
-        decode=decode,
-        data_loader=loader,
-        samples_per_second=value,
-        samples_per_second_per_device=value / 8,
-        source=source,
+        distribution_strategy=number.strategy,
+        throughput_warmup_steps=number.warmup,
+        dataloader_num_workers=number.workers,
+        decode=number.decode,
+        data_loader=LOADERS.get(number.decode, UNREPORTED),
+        samples_per_second=number.value,
+        samples_per_second_per_device=number.value / int(number.devices),
+        source=number.source,
     )
 
 
+def study_numbers() -> list[PublishedNumber]:
+    """The blog's 10 numbers and optimum-habana's current CI baseline."""
+    numbers = [PublishedNumber(BLOG_SOURCE, accelerator, value, workers, decode)
+               for accelerator, rows in BLOG_NUMBERS.items() for workers, decode, _, value in rows]
+    numbers.append(PublishedNumber(CI_SOURCE, "gaudi2", CI_GAUDI2_SAMPLES_PER_SECOND, 2, "device",
+                                   strategy="ddp", warmup="3"))
+    return numbers
+
+
 def study_records() -> list[RunRecord]:
-    """The blog's 10 numbers and optimum-habana's CI baseline, one record each."""
-    records = []
-    for accelerator, rows in BLOG_NUMBERS.items():
-        for index, (workers, decode, loader, value) in enumerate(rows):
-            # the blog mixed warmup rules across vendors; one label keeps its rows together
-            records.append(_published(accelerator, (workers, decode, loader, value), BLOG_SOURCE,
-                                      "3 on Gaudi, none on GPU", index))
-    ci_row = (2, "device", "habana-mediapipe", CI_GAUDI2_SAMPLES_PER_SECOND)
-    records.append(_published("gaudi2", ci_row, CI_SOURCE, "3", 9))
-    return records
+    """`reference=study`: one record per published number."""
+    return [published_record(number, index) for index, number in enumerate(study_numbers())]

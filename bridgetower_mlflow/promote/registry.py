@@ -17,6 +17,7 @@ from .decision import (
     description_line,
     metric_value,
 )
+from .lock import is_lock, promotion_lock
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ def _registered_model(client, name: str):
     except MlflowException as exc:
         if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
             raise
-    names = sorted(m.name for m in client.search_registered_models(max_results=20))
+    names = sorted(m.name for m in client.search_registered_models(max_results=20) if not is_lock(m.name))
     raise TrackingError(f"model-name: no registered model {name!r}; "
                         f"allowed: {', '.join(names) or 'none registered yet'}")
 
@@ -125,22 +126,36 @@ def _tag_project_run(client, decision: Decision, dry_run: bool) -> None:
         log.warning("could not tag the project run %s with the decision: %s", run_id, exc)
 
 
+def _decide(client, model_name: str, candidate: str, gate: Gate) -> Decision:
+    """Read the candidate and the current holder of the alias, and decide."""
+    model = _registered_model(client, model_name)
+    candidate_version = resolve_candidate(client, model, candidate)
+    facts = version_facts(client, model_name, candidate_version, gate.metric, "candidate")
+    holder_version = (model.aliases or {}).get(gate.alias)
+    holder = (version_facts(client, model_name, str(holder_version), gate.metric, f"holder of @{gate.alias}")
+              if holder_version is not None else None)
+    return decide(facts, holder, gate)
+
+
 def promote(model_name: str, candidate: str, gate: Gate, dry_run: bool = False, client=None) -> Decision:
-    """Resolve, decide and (unless dry_run) apply. Raises TrackingError with one line on any registry problem."""
+    """Resolve, decide and (unless dry_run) apply. Raises TrackingError with one line on any registry problem.
+
+    A real promotion reads the holder and applies under the model's promotion lock, so a concurrent
+    promoter decides against the version this one put there, never against a holder read before.
+    """
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
     client = client or MlflowClient()
     try:
-        model = _registered_model(client, model_name)
-        candidate_version = resolve_candidate(client, model, candidate)
-        facts = version_facts(client, model_name, candidate_version, gate.metric, "candidate")
-        holder_version = (model.aliases or {}).get(gate.alias)
-        holder = (version_facts(client, model_name, str(holder_version), gate.metric, f"holder of @{gate.alias}")
-                  if holder_version is not None else None)
-        decision = decide(facts, holder, gate)
-        if not dry_run and not decision.changes_nothing:
-            apply_decision(client, model_name, decision)
+        if dry_run:
+            decision = _decide(client, model_name, candidate, gate)
+        else:
+            _registered_model(client, model_name)  # a mistyped name fails before any lock is created
+            with promotion_lock(client, model_name):
+                decision = _decide(client, model_name, candidate, gate)
+                if not decision.changes_nothing:
+                    apply_decision(client, model_name, decision)
         _tag_project_run(client, decision, dry_run)
         return decision
     except MlflowException as exc:

@@ -6,6 +6,7 @@ synchronization the Trainer already does when it reads the loss at each logging 
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -22,6 +23,8 @@ from ..contract import (
     WAIT_ALL_STEPS_METRIC,
     WAIT_METRIC,
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -57,6 +60,8 @@ class ThroughputCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.start_step = state.global_step  # > 0 when resuming from a checkpoint
+        if self.start_step:
+            log.info("resumed at step %d", self.start_step)
         self.t_begin = time.perf_counter()
         self._last = (self.t_begin, self.start_step, 0.0)
 

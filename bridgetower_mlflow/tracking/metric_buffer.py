@@ -1,23 +1,26 @@
-"""Metrics leave the training thread through this buffer: batched, retried, spilled, never lost.
+"""Everything a run logs after it starts leaves through this buffer: batched, retried, spilled, never lost.
 
-`log_metric` only appends to a deque. A sender thread ships one batch per `flush_interval` with
-`log_batch` (what tracking costs a run is then nearly independent of how often it logs); while the
-tracking server is away it backs off, keeps a bounded number of metrics in memory and appends the
-rest to a JSONL spill file, which it replays when the server returns. Whatever is still unsent when
-the run ends stays in the spill file, uploadable with `bridgetower-mlflow upload-spill FILE`.
-Resending a batch is safe: the SQL store skips metrics identical to ones it already holds.
+`log_metric`, `log_tags` and `log_status` only append to a deque. A sender thread ships one batch per
+`flush_interval` (what tracking costs a run is then nearly independent of how often it logs); while
+the tracking server is away it backs off, keeps a bounded number of records in memory and appends the
+rest to a JSONL spill file, which it replays first when the server returns. `persist` writes every
+queued record to that file (a checkpoint calls it, so a SIGKILL loses nothing the checkpoint covers).
+What is still unsent when the run ends stays in the spill file, for `bridgetower-mlflow upload-spill`
+or the next run on this machine. Re-sending is safe: the store skips identical metrics; tags and the
+status are idempotent.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import os
 import threading
 import time
 from collections import deque
 from pathlib import Path
 
 from ..contract import METRICS_PER_BATCH
+from .spill_format import from_line, send_records, to_line
 
 log = logging.getLogger(__name__)
 
@@ -31,78 +34,89 @@ class MetricBuffer:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closing = threading.Event()
-        self._spilled_offset = 0  # lines of the spill file already sent
-        self._spilled_lines = 0
+        self._spilled = 0  # records in the spill file not yet sent
         self._read_pos = 0  # byte offset of the first unsent spill line
         self.skip_upto: dict[str, int] = {}  # key -> last step already in the store (resumed runs)
-        self.sent = 0
-        self.failures = 0
+        self.sent = self.failures = 0
         self.outage_seconds = 0.0
-        self._thread = threading.Thread(target=self._run, name="mlflow-metric-sender", daemon=True)
+        if self.spill_path.exists():  # this run's own leftovers (a killed process): part of the backlog
+            with open(self.spill_path, encoding="utf-8") as handle:
+                self._spilled = sum(1 for line in handle if line.strip())
+        self._thread = threading.Thread(target=self._run, name="mlflow-run-sender", daemon=True)
         self._thread.start()
 
     # producer side (hot path: append only) ---------------------------------------------------
-    def log_metric(self, key: str, value: float, step: int, timestamp: int | None = None) -> None:
-        if self.skip_upto and step <= self.skip_upto.get(key, -1):
-            return
-        record = (key, float(value), int(timestamp or time.time() * 1000), int(step))
+    def _append(self, record: tuple) -> None:
         with self._lock:
             self._queue.append(record)
             if len(self._queue) > self.max_in_memory:
                 self._spill_locked(self.max_in_memory // 2)
+
+    def log_metric(self, key: str, value: float, step: int, timestamp: int | None = None) -> None:
+        if self.skip_upto and step <= self.skip_upto.get(key, -1):
+            return
+        self._append(("metric", key, float(value), int(timestamp or time.time() * 1000), int(step)))
 
     def log_metrics(self, metrics: dict, step: int) -> None:
         timestamp = int(time.time() * 1000)
         for key, value in metrics.items():
             self.log_metric(key, value, step, timestamp)
 
+    def log_tags(self, tags: dict) -> None:
+        self._append(("tags", dict(tags)))
+
+    def log_status(self, status: str) -> None:
+        self._append(("status", status, int(time.time() * 1000)))
+
+    def persist(self) -> None:
+        """Everything queued goes to the spill file, flushed to disk, before the caller moves on."""
+        with self._lock:
+            self._spill_locked(len(self._queue), durable=True)
+
     # sender side ----------------------------------------------------------------------------
-    def _spill_locked(self, count: int) -> None:
-        """Move the oldest `count` queued metrics to the spill file (caller holds the lock)."""
+    def _spill_locked(self, count: int, durable: bool = False) -> None:
+        """Move the oldest `count` queued records to the spill file (caller holds the lock)."""
         if count <= 0 or not self._queue:
             return
         self.spill_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.spill_path, "a", encoding="utf-8") as handle:
             for _ in range(min(count, len(self._queue))):
-                key, value, ts, step = self._queue.popleft()
-                handle.write(json.dumps({"run_id": self.run_id, "key": key, "value": value,
-                                         "timestamp": ts, "step": step}) + "\n")
-                self._spilled_lines += 1
+                handle.write(to_line(self.run_id, self._queue.popleft()))
+                self._spilled += 1
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
 
     def _next_batch(self) -> tuple[list, str, int]:
-        """Spilled (older) metrics go first so histories are replayed in order."""
+        """Spilled (older) records go first so histories, tags and the status arrive in order."""
         with self._lock:
-            if self._spilled_offset < self._spilled_lines:
+            if self._spilled:
                 rows = []
                 with open(self.spill_path, encoding="utf-8") as handle:
                     handle.seek(self._read_pos)
-                    while len(rows) < self.batch_size:
+                    while len(rows) < min(self.batch_size, self._spilled):
                         line = handle.readline()
                         if not line:
                             break
-                        rows.append(json.loads(line))
+                        rows.append(from_line(line)[1])
                     position = handle.tell()
-                return [(r["key"], r["value"], r["timestamp"], r["step"]) for r in rows], "spill", position
+                return rows, "spill", position
             return [self._queue[i] for i in range(min(self.batch_size, len(self._queue)))], "memory", 0
 
-    def _send(self, batch: list) -> None:
-        from mlflow.entities import Metric
-
-        self.client.log_batch(self.run_id, metrics=[Metric(k, v, ts, s) for k, v, ts, s in batch],
-                              synchronous=True)
-
     def _acknowledge(self, batch: list, origin: str, position: int) -> None:
-        self.sent += len(batch)
+        self.sent += sum(1 for record in batch if record[0] == "metric")
         with self._lock:
+            if self._closing.is_set() and origin == "memory" and self._queue and self._queue[0] is not batch[0]:
+                return  # close() already spilled this batch; re-sending it later is harmless
             if origin == "memory":
                 for _ in range(len(batch)):
                     self._queue.popleft()
                 return
-            self._spilled_offset += len(batch)
+            self._spilled -= len(batch)
             self._read_pos = position
-            if self._spilled_offset >= self._spilled_lines:
+            if not self._spilled:
                 self.spill_path.unlink(missing_ok=True)
-                self._spilled_offset = self._spilled_lines = self._read_pos = 0
+                self._read_pos = 0
 
     def _run(self) -> None:
         backoff, down_since = self.flush_interval, None
@@ -115,19 +129,19 @@ class MetricBuffer:
                 self._wake.clear()
                 continue
             try:
-                self._send(batch)
+                send_records(self.client, self.run_id, batch)
             except Exception as exc:  # noqa: BLE001 - any failure means "try again later"
                 self.failures += 1
                 down_since = down_since or time.monotonic()
                 if self.failures == 1 or self.failures % 20 == 0:
-                    log.warning("tracking server unavailable (%s); buffering metrics", str(exc).splitlines()[0][:200])
+                    log.warning("tracking server unavailable (%s); buffering", str(exc).splitlines()[0][:200])
                 if self._closing.wait(backoff):
                     return
                 backoff = min(backoff * 2, 15.0)
                 continue
             if down_since is not None:
                 self.outage_seconds += time.monotonic() - down_since
-                log.warning("tracking server back; sending buffered metrics")
+                log.warning("tracking server back; sending what was buffered")
                 down_since = None
             backoff = self.flush_interval
             self._acknowledge(batch, origin, position)
@@ -149,19 +163,20 @@ class MetricBuffer:
 
     def pending(self) -> int:
         with self._lock:
-            return len(self._queue) + self._spilled_lines - self._spilled_offset
+            return len(self._queue) + self._spilled
 
     def close(self, timeout: float) -> int:
-        """Flush, stop the sender, spill the rest; return how many metrics stayed in the spill file."""
+        """Flush, stop the sender, spill the rest; return how many records stayed in the spill file."""
         self.flush(timeout)
         self._closing.set()
         self._wake.set()
-        self._thread.join(timeout=30)
+        self._thread.join(timeout=5)
         with self._lock:
-            self._spill_locked(len(self._queue))
-            if self._spilled_offset and self.spill_path.exists():  # keep only what was never sent
+            self._spill_locked(len(self._queue), durable=True)
+            if self._read_pos and self.spill_path.exists():  # keep only what was never sent
                 with open(self.spill_path, encoding="utf-8") as handle:
                     handle.seek(self._read_pos)
                     rest = handle.read()
                 self.spill_path.write_text(rest, encoding="utf-8")
-            return self._spilled_lines - self._spilled_offset
+                self._read_pos = 0
+            return self._spilled

@@ -7,3 +7,6 @@ class NullSink:
 
     def log_metrics(self, metrics, step) -> None:
         pass
+
+    def persist(self) -> None:
+        pass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 import os
 import time
@@ -37,15 +37,30 @@ def create_run(experiment_name: str, run_name: str, tags: dict) -> str:
         raise tracking_error("create the run", exc) from None
 
 
-class RunSession:
-    """One MLflow run, used only by rank 0. Metrics go through a MetricBuffer off the hot path."""
+@contextlib.contextmanager
+def _no_retries():
+    """One attempt, a short timeout: for the local end of a run whose server is away (the status is spilled)."""
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
+    os.environ.update(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0", MLFLOW_HTTP_REQUEST_TIMEOUT="5")
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
-    def __init__(self, run_id: str, client, system_metrics: bool):
-        self.run_id, self.client, self.system_metrics = run_id, client, system_metrics
+
+class RunSession:
+    """One MLflow run, used only by rank 0. Everything logged after the start goes through a MetricBuffer."""
+
+    def __init__(self, run_id: str, client):
+        self.run_id, self.client = run_id, client
         self.previous_status = None  # status of a run resumed with resume=true, before we resumed it
         spill = spill_dir() / f"{run_id}.spill.jsonl"
+        upload_leftovers(spill_dir())  # before our own lock: a killed process's spill of this run replays too
         self._spill_lock = hold_spill_lock(spill)
-        upload_leftovers(spill_dir())
         self.buffer = MetricBuffer(client, run_id, spill)
         data = client.get_run(run_id).data
         self.existing_params = dict(data.params)
@@ -54,8 +69,7 @@ class RunSession:
         self.buffer.skip_upto.update({k: s for k, s in self.last_steps.items() if not k.startswith("system/")})
 
     @classmethod
-    def start(cls, experiment_name: str, run_name: str, tags: dict, resume_run_id: str | None = None,
-              system_metrics_interval: float | None = None) -> "RunSession":
+    def start(cls, experiment_name: str, run_name: str, tags: dict, resume_run_id: str | None = None) -> "RunSession":
         """Resume MLFLOW_RUN_ID (mlflow run, sweeps) or `resume_run_id`, else start a new run."""
         import mlflow
 
@@ -65,18 +79,15 @@ class RunSession:
             if not run_id and experiment_name:
                 mlflow.set_experiment(experiment_name)
             previous = mlflow.tracking.MlflowClient().get_run(resume_run_id).info.status if resume_run_id else None
-            # MLflow's monitor fetches the run and writes a batch per sample (~1 % of a core at 2 s,
-            # ~0.4 % at 5 s); our own host sampler (2 s) covers the data-loader story.
-            interval = system_metrics_interval or float(os.environ.get("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", 5))
-            mlflow.set_system_metrics_sampling_interval(interval)
-            mlflow.set_system_metrics_samples_before_logging(1)
+            # MLflow's own monitor thread stops for good at its first failed get_run: the project's
+            # monitor drives MLflow's collectors instead (telemetry.samplers.mlflow_collectors)
             active = mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name or None,
-                                      tags=tags, log_system_metrics=True)
+                                      tags=tags, log_system_metrics=False)
         except Exception as exc:  # noqa: BLE001 - server down, bad URI, permissions
             raise tracking_error("start the run", exc) from None
         if run_id and run_name:
             mlflow.set_tag("mlflow.runName", run_name)
-        session = cls(active.info.run_id, mlflow.tracking.MlflowClient(), True)
+        session = cls(active.info.run_id, mlflow.tracking.MlflowClient())
         session.previous_status = previous
         return session
 
@@ -97,10 +108,8 @@ class RunSession:
         return sent
 
     def set_tags(self, tags: dict) -> None:
-        from mlflow.entities import RunTag
-
-        clean = [RunTag(k, params_mod.redact_text(str(v))) for k, v in tags.items()]
-        self._retry(lambda: self.client.log_batch(self.run_id, tags=clean, synchronous=True), "set tags")
+        """Queued with the metrics, in order: spilled and replayed like them when the server is away."""
+        self.buffer.log_tags({k: params_mod.redact_text(str(v)) for k, v in tags.items()})
 
     def set_description(self, text: str) -> None:
         self.set_tags({"mlflow.note.content": text})
@@ -124,21 +133,20 @@ class RunSession:
         return False
 
     def finish(self, status: str, flush_timeout: float) -> int:
-        """Flush metrics, stop system metrics, set the end status; returns metrics left in the spill."""
+        """Queue the end status, flush, end the run locally; returns the records left in the spill file."""
         import mlflow
 
+        self.buffer.log_status(status)
         left = self.buffer.close(flush_timeout)
-        try:
-            mlflow.end_run(status)
-        except Exception:  # noqa: BLE001 - end_run checks the run over HTTP; retry plainly below
-            pass
-        if not self._retry(lambda: self.client.set_terminated(self.run_id, status), "set the run status", 5):
-            _record_pending_status(self.buffer.spill_path, self.run_id, status)
-            left += 1
+        with _no_retries():  # the status is delivered or spilled already: never minutes of retries here
+            try:
+                mlflow.end_run(status)
+            except Exception:  # noqa: BLE001 - the server is away; the spill file holds the status
+                pass
         self._spill_lock.close()
         if left:
-            log.warning("%d metrics could not reach the tracking server; upload them later with:\n"
-                        "  bridgetower-mlflow upload-spill %s", left, self.buffer.spill_path)
+            log.warning("%d records (metrics, tags, the end status) could not reach the tracking server; "
+                        "upload them later with:\n  bridgetower-mlflow upload-spill %s", left, self.buffer.spill_path)
         return left
 
 
@@ -165,9 +173,3 @@ def _probe_server(uri: str, attempts: int = 3) -> None:
                 raise TrackingError(f"tracking: server {params_mod.redact_text(uri)} unreachable ({reason}); "
                                     "allowed: a running MLflow server URL, or sqlite:///path/mlflow.db") from None
             time.sleep(1 + attempt)
-
-
-def _record_pending_status(spill: Path, run_id: str, status: str) -> None:
-    spill.parent.mkdir(parents=True, exist_ok=True)
-    with open(spill, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps({"run_id": run_id, "status": status, "end_time": int(time.time() * 1000)}) + "\n")

@@ -1,43 +1,33 @@
-"""Replay a spill file (metrics and end status a run could not deliver) into the tracking store."""
+"""Replay a spill file (metrics, tags and the end status a run could not deliver) into the tracking store."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from ..contract import METRICS_PER_BATCH
 from ..errors import TrackingError
+from .spill_format import from_line, send_records
 
 
 def upload_spill(path) -> tuple[int, set]:
-    """Send every spilled metric (re-sending is safe: identical metrics are skipped); delete the file."""
-    from mlflow.entities import Metric
+    """Send every spilled record in its order (re-sending is safe); delete the file. (metrics sent, run ids)."""
     from mlflow.tracking import MlflowClient
 
     client, path = MlflowClient(), Path(path)
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    metrics: dict[str, list] = {}
-    statuses = {}
-    for row in rows:
-        if "key" in row:
-            metric = Metric(row["key"], row["value"], row["timestamp"], row["step"])
-            metrics.setdefault(row["run_id"], []).append(metric)
-        elif "status" in row:
-            statuses[row["run_id"]] = (row["status"], row.get("end_time"))
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    groups: list[tuple[str, list]] = []  # consecutive records of one run, in file order
+    for run_id, record in map(from_line, lines):
+        if not groups or groups[-1][0] != run_id:
+            groups.append((run_id, []))
+        groups[-1][1].append(record)
     sent = 0
     try:
-        for run_id, items in metrics.items():
-            for start in range(0, len(items), METRICS_PER_BATCH):
-                chunk = items[start:start + METRICS_PER_BATCH]
-                client.log_batch(run_id, metrics=chunk, synchronous=True)
-                sent += len(chunk)
-        for run_id, (status, end_time) in statuses.items():
-            client.set_terminated(run_id, status, end_time)
+        for run_id, records in groups:
+            sent += send_records(client, run_id, records)
     except Exception as exc:  # noqa: BLE001
         raise TrackingError(f"tracking: upload of {path} stopped after {sent} metrics: "
                             f"{str(exc).splitlines()[0][:200]}; run the command again when the server is up") from None
     path.unlink()
-    return sent, set(metrics) | set(statuses)
+    return sent, {run_id for run_id, _ in groups}
 
 
 def hold_spill_lock(spill: Path):

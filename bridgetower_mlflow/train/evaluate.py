@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from ..contract import CAPTION_MATCH_METRIC, EVAL_METRICS
 from ..model.scoring import Scorer, recall_at_k
 
 LABELS = "ABCDE"
+log = logging.getLogger(__name__)
 
 
 def keep_embeddings(logits, labels=None):
@@ -44,6 +47,7 @@ def caption_match_accuracy(scorer: Scorer, dataset, rows: list[dict], image_colu
 
 def evaluate(trainer, prepared, config, is_main: bool) -> dict:
     """eval_loss and retrieval recall on every rank (Trainer gathers); caption matching on rank 0."""
+    log.info("evaluating on %d validation rows", len(prepared.data.validation))
     metrics = {k: v for k, v in trainer.evaluate().items() if k in EVAL_METRICS}
     if is_main:
         model = trainer.model

@@ -12,6 +12,7 @@ from ..contract import (
     ERROR_TAG,
     INPUT_BOUND_TAG,
     PEAK_MEMORY_METRIC,
+    RESUMED_FROM_TAG,
     RUN_KIND_TAG,
     RUN_KIND_TRAIN,
     THROUGHPUT_METRIC,
@@ -27,7 +28,7 @@ from .resume import checkpoint_to_resume, remember_run, run_to_resume
 
 log = logging.getLogger(__name__)
 FLUSH_TIMEOUT = float(os.environ.get("BRIDGETOWER_FLUSH_TIMEOUT", "120"))
-SAMPLING_INTERVAL = 2.0
+SAMPLING_INTERVAL = float(os.environ.get("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL") or 2.0)  # MLflow's own knob
 
 
 def start_session(config, prepared):
@@ -72,11 +73,16 @@ def _fit(config, prepared, ranks, session) -> TrainResult:
     if session:
         session.log_params(train_params(config, prepared, count_parameters(prepared.loaded.model)))
     monitor = _start_monitor(prepared, session)
+    checkpoint = checkpoint_to_resume(config, prepared.args.output_dir)
+    if checkpoint:
+        log.info("resuming run %s from its last checkpoint in %s", run_id, prepared.args.output_dir)
     try:
-        output = trainer.train(resume_from_checkpoint=checkpoint_to_resume(config, prepared.args.output_dir))
+        output = trainer.train(resume_from_checkpoint=checkpoint)
     finally:
         if monitor:
             monitor.stop()
+    if session and config.resume:
+        session.set_tags({RESUMED_FROM_TAG: str(throughput.start_step)})  # the checkpoint it continued from
     metrics = _measured(prepared, throughput, output, ranks)
     metrics.update(evaluate(trainer, prepared, config, ranks.is_main))
     peak = prepared.adapter.peak_memory_gb()
@@ -108,9 +114,10 @@ def _start_monitor(prepared, session):
         return None
     from ..telemetry.monitor import SystemMonitor
     from ..telemetry.samplers.host_cpu import HostCpuSampler
+    from ..telemetry.samplers.mlflow_collectors import mlflow_collectors
 
     try:
-        samplers = [HostCpuSampler(), *prepared.adapter.device_samplers(prepared.device)]
+        samplers = [HostCpuSampler(), *mlflow_collectors(), *prepared.adapter.device_samplers(prepared.device)]
         return SystemMonitor(session.buffer, samplers, SAMPLING_INTERVAL, session.last_steps).start()
     except Exception as exc:  # noqa: BLE001 - telemetry fails soft
         log.warning("system metrics disabled: %s", exc)

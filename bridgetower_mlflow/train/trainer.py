@@ -56,10 +56,26 @@ def build_trainer(config, prepared, sink):
                                     args.per_device_train_batch_size * world * args.gradient_accumulation_steps,
                                     config.throughput_warmup_steps, args.logging_steps)
     captions = [r[prepared.data.caption_column] for r in prepared.data.validation_rows]
+    durable = _persist_on_save(sink)
     trainer = cls(model=prepared.loaded.model, args=args, train_dataset=prepared.data.train,
                   eval_dataset=prepared.data.validation, data_collator=collate_batch,
-                  callbacks=[throughput, *prepared.recipe.callbacks],
+                  callbacks=[throughput, durable, *prepared.recipe.callbacks],
                   compute_metrics=retrieval_metrics_fn(captions), preprocess_logits_for_metrics=keep_embeddings,
                   **prepared.recipe.trainer_kwargs)
     holder["trainer"] = trainer
     return trainer, throughput
+
+
+def _persist_on_save(sink):
+    """A checkpoint is a durable point: what was logged up to it is on disk before training goes on."""
+    from transformers import TrainerCallback
+
+    class PersistOnSave(TrainerCallback):
+        def on_log(self, args, state, control, **kwargs):  # this step's losses, just before its checkpoint
+            if control.should_save:
+                sink.persist()
+
+        def on_save(self, args, state, control, **kwargs):
+            sink.persist()
+
+    return PersistOnSave()

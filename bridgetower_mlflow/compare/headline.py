@@ -1,0 +1,96 @@
+"""Pure headline: each Gaudi column against each GPU column of a section, whatever the baseline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..accelerators.registry import family
+from ..errors import ConfigError
+from .grouping import GroupStats, Setting, ratio
+from .speedups import ConfigSection
+from .stats import within_noise
+
+GAUDI_FAMILY, GPU_FAMILY = "gaudi", "cuda"
+MATCHED_RULE = ("matched = the same workers and decode class on both, at the setting where the GPU is "
+                "fastest among those both ran; best = each side's fastest setting")
+
+
+@dataclass(frozen=True)
+class HeadlinePair:
+    """One Gaudi column against one GPU column of one configuration section."""
+
+    section_index: int  # 1-based, as the sections are listed
+    section: ConfigSection
+    gaudi: str
+    gpu: str
+    matched_setting: Setting | None
+    matched_gaudi: GroupStats | None
+    matched_gpu: GroupStats | None
+    best_gaudi: GroupStats
+    best_gpu: GroupStats
+
+    @property
+    def matched_speedup(self) -> float | None:
+        return ratio(self.matched_gaudi.median if self.matched_gaudi else None,
+                     self.matched_gpu.median if self.matched_gpu else None)
+
+    @property
+    def best_speedup(self) -> float | None:
+        return ratio(self.best_gaudi.median, self.best_gpu.median)
+
+    @property
+    def matched_within_noise(self) -> bool:
+        return within_noise(self.matched_gaudi, self.matched_gpu)
+
+    @property
+    def best_within_noise(self) -> bool:
+        return within_noise(self.best_gaudi, self.best_gpu)
+
+
+def accelerator_family(name: str) -> str:
+    """gaudi, cuda, cpu, or `other` for a name the registry does not know."""
+    try:
+        return family(name)
+    except ConfigError:
+        return "other"
+
+
+def column_accelerators(section: ConfigSection) -> dict[str, str]:
+    """Column -> accelerator kind (a column may carry allowed differences in its name)."""
+    return {row.column: row.best.accelerator for row in section.best_rows}
+
+
+def _pair(index: int, section: ConfigSection, gaudi: str, gpu: str) -> HeadlinePair:
+    shared = [row for row in section.rows if gaudi in row.cells and gpu in row.cells]
+    matched = max(shared, key=lambda row: row.cells[gpu].median, default=None)
+    best = {row.column: row.best for row in section.best_rows}
+    return HeadlinePair(
+        section_index=index, section=section, gaudi=gaudi, gpu=gpu,
+        matched_setting=matched.setting if matched else None,
+        matched_gaudi=matched.cells[gaudi] if matched else None,
+        matched_gpu=matched.cells[gpu] if matched else None,
+        best_gaudi=best[gaudi], best_gpu=best[gpu],
+    )
+
+
+def build_headline(sections: list[ConfigSection]) -> list[HeadlinePair]:
+    """Every (Gaudi, GPU) column pair within each section: measured sections first, as listed."""
+    pairs = []
+    for index, section in enumerate(sections, 1):
+        kinds = {column: accelerator_family(accel) for column, accel in column_accelerators(section).items()}
+        gaudis = [c for c in section.columns if kinds.get(c) == GAUDI_FAMILY]
+        gpus = [c for c in section.columns if kinds.get(c) == GPU_FAMILY]
+        pairs += [_pair(index, section, gaudi, gpu) for gaudi in gaudis for gpu in gpus]
+    return pairs
+
+
+def absent_pair_note(sections: list[ConfigSection]) -> str:
+    """Why the headline is empty: which families ran, none of them side by side."""
+    found = {GAUDI_FAMILY: set(), GPU_FAMILY: set()}
+    for section in sections:
+        for accel in column_accelerators(section).values():
+            found.setdefault(accelerator_family(accel), set()).add(accel)
+    gaudi = ", ".join(sorted(found[GAUDI_FAMILY])) or "none"
+    gpu = ", ".join(sorted(found[GPU_FAMILY])) or "none"
+    return (f"No Gaudi-vs-GPU headline: no configuration has both (Gaudi runs: {gaudi}; GPU runs: {gpu}). "
+            "Different batch sizes or device counts are separate configurations; see --allow-diff.")

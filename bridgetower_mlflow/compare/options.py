@@ -1,0 +1,59 @@
+"""What the user asked compare to do, and its validation (pure but for reading the gate file)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+from .cost import PriceList, parse_prices
+from .gate import DEFAULT_TOLERANCE, parse_tolerance, read_gate
+from .published import REFERENCES
+from .speedups import parse_allow_diff
+
+
+@dataclass
+class CompareOptions:
+    """compare's CLI options as given (validated by parse_options)."""
+
+    experiment_names: tuple = ()
+    experiment_ids: tuple = ()
+    filter_string: str = ""
+    baseline: str | None = None
+    allow_diff: str = ""
+    reference: str = "none"
+    output_dir: str | None = None
+    log_to_mlflow: bool = True
+    parent_run_id: str = ""
+    prices: str = ""
+    price_source: str = ""
+    gate: str = ""
+    write_gate: str = ""
+    tolerance: float | str = DEFAULT_TOLERANCE
+
+
+@dataclass(frozen=True)
+class ParsedOptions:
+    """The validated parts build_comparison and the gate use."""
+
+    reference: str
+    allow_diff: tuple
+    baseline: str | None
+    prices: PriceList
+    tolerance: float
+    gate_document: dict | None
+
+
+def parse_options(options: CompareOptions) -> ParsedOptions:
+    """Validate everything that needs no tracking server; ConfigError on the first bad field."""
+    reference = (options.reference or "none").strip().lower()
+    if reference not in REFERENCES:
+        raise ConfigError("reference", options.reference, "allowed: " + ", ".join(REFERENCES))
+    gate = (options.gate or "").strip()
+    return ParsedOptions(
+        reference=reference,
+        allow_diff=parse_allow_diff(options.allow_diff),
+        baseline=(options.baseline or "").strip().lower() or None,
+        prices=parse_prices(options.prices, options.price_source),
+        tolerance=parse_tolerance(options.tolerance),
+        gate_document=read_gate(gate) if gate else None,
+    )

@@ -1,0 +1,30 @@
+"""Pure repeat statistics: MLPerf's olympic average and the within-noise test for a speedup."""
+
+from __future__ import annotations
+
+import statistics
+
+OLYMPIC_MIN_RUNS = 5  # MLPerf's smallest run count (ResNet); fewer runs keep too little after trimming
+
+
+def olympic_mean(values) -> float | None:
+    """Mean with the single best and worst run dropped (MLPerf's olympic average); None under 5 runs.
+
+    Trimming one run from each end never moves the median, so the trimmed *mean* is the aggregate
+    that differs from it.
+    """
+    ordered = sorted(values)
+    if len(ordered) < OLYMPIC_MIN_RUNS:
+        return None
+    return statistics.fmean(ordered[1:-1])
+
+
+def median_or_none(values) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def within_noise(first, second) -> bool:
+    """True when the two cells' min-max ranges overlap (a single run is a point; two points say nothing)."""
+    if first is None or second is None or (first.n < 2 and second.n < 2):
+        return False
+    return first.minimum <= second.maximum and second.minimum <= first.maximum
