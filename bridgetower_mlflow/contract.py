@@ -24,6 +24,7 @@ SOFTWARE_TAG_PREFIX = "software."
 HOST_CPU_MODEL_TAG = "host.cpu_model"
 HOST_CPU_COUNT_TAG = "host.cpu_count"
 HOST_NAME_TAG = "host.name"
+RAY_NODE_ID_TAG = "ray.node_id"  # the Ray node a sweep cell ran on (host names can repeat)
 DATA_LOADER_TAG = "data_loader"
 FALLBACK_REASON_TAG = "data_loader.fallback_reason"
 DECODE_TAG = "decode"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 
 from ..errors import ConfigError
-from .base import Accelerator, DeviceInfo, RecipeSettings, TrainingRecipe
+from .base import Accelerator, DeviceInfo, DeviceSampler, RecipeSettings, TrainingRecipe
 from .hf_args import merged_kwargs
 
 
@@ -47,3 +47,12 @@ class CpuAccelerator(Accelerator):
             kwargs["ddp_backend"] = backend
         precision = "bf16" if kwargs.get("bf16") else "fp32"
         return TrainingRecipe(TrainingArguments, kwargs, Trainer, precision=precision, ddp_backend=backend)
+
+    def device_samplers(self, device: DeviceInfo) -> list[DeviceSampler]:
+        """The CPU packages' power and energy (RAPL), where the host exposes powercap zones."""
+        from .rapl import RaplSampler
+
+        try:
+            return [RaplSampler()]
+        except (OSError, ValueError):  # no zone, or one this user may not read (root-only on many hosts)
+            return []

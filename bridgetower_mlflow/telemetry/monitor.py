@@ -7,6 +7,7 @@ the others go on (telemetry fails soft). On a resumed run the series continue af
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from typing import Mapping
@@ -31,6 +32,7 @@ class SystemMonitor:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="system-monitor", daemon=True)
         self._warned: set[str] = set()
+        self._sums: dict[str, list[float]] = {}  # bare name -> [total, count], for the run's advice
 
     def start(self) -> "SystemMonitor":
         for sampler in self.samplers:
@@ -58,7 +60,15 @@ class SystemMonitor:
             timestamp = int(time.time() * 1000)
             for key, value in values.items():
                 self.sink.log_metric(key, value, self.step, timestamp)
+                total = self._sums.setdefault(key[len(SYSTEM_PREFIX):], [0.0, 0])
+                total[0], total[1] = total[0] + value, total[1] + 1
             self.step += 1
+
+    def mean(self, pattern: str) -> float | None:
+        """Mean over the run of every series whose bare name matches `pattern` (None when never sampled)."""
+        totals = [t for name, t in self._sums.items() if re.fullmatch(pattern, name)]
+        count = sum(t[1] for t in totals)
+        return sum(t[0] for t in totals) / count if count else None
 
     def stop(self) -> None:
         self._stop.set()

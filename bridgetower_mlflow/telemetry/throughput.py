@@ -52,6 +52,7 @@ class ThroughputCallback(TrainerCallback):
         self.start_step = 0
         self.t_begin = self.t_warm = self.t_end = None
         self.wait_warm = 0.0
+        self.window = None  # an EnergyWindow, read at the same instants as the clock
         self._last = None  # (time, step, wait) at the previous logging step
 
     def _wait(self) -> float:
@@ -69,6 +70,8 @@ class ThroughputCallback(TrainerCallback):
         now, step = time.perf_counter(), state.global_step
         if step - self.start_step == self.warmup_steps:
             self.t_warm, self.wait_warm = now, self._wait()
+            if self.window:
+                self.window.start()
         if step % self.logging_steps == 0 and self._last is not None:
             t_prev, step_prev, wait_prev = self._last
             elapsed, wait = now - t_prev, self._wait()
@@ -86,6 +89,8 @@ class ThroughputCallback(TrainerCallback):
     def on_train_end(self, args, state, control, **kwargs):
         self.t_end = time.perf_counter()
         self.final_step = state.global_step
+        if self.window:
+            self.window.stop()
 
     def result(self, per_rank_samples_per_step: int) -> RankThroughput:
         """This rank's window (steps 0 when a resumed run had no step left past the warmup)."""

@@ -32,13 +32,14 @@ class Prepared:
 
 def prepare(config, adapter, device, ranks) -> Prepared:
     """Load the model and data and build the recipe; raises ConfigError/DataError before any run exists."""
+    from ..data.image_transform import cpu_loader_name
     from ..data.loading import prepare_data
     from ..modeling import load_model
 
     loaded = load_model(config.model, config.max_seq_length, config.seed)
     data = prepare_data(config, loaded.tokenizer, loaded.image.size)
     recipe = adapter.recipe(device, recipe_settings(config, ranks.job_size(config.devices)))
-    prepared = Prepared(adapter, device, loaded, data, recipe, recipe.build_arguments())
+    prepared = Prepared(adapter, device, loaded, data, recipe, recipe.build_arguments(), data_loader=cpu_loader_name())
     if config.device_decode:
         _attach_device_loader(config, prepared, ranks)
     prepared.total_steps = total_steps(config, prepared.args, len(data.train), ranks.world_size)

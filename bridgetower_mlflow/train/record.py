@@ -91,8 +91,8 @@ def _fmt(value, digits=3) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
-def describe(config, prepared, metrics: dict, input_bound: str) -> str:
-    """Markdown for the run's note: the conditions first, then the headline numbers."""
+def describe(config, prepared, metrics: dict, input_bound: str, advice: str = "") -> str:
+    """Markdown for the run's note: the conditions first, then the headline numbers, then the advice."""
     device = prepared.device
     decode = {"torch-cpu": "CPU workers"}.get(prepared.data_loader, prepared.data_loader)
     lines = [
@@ -111,5 +111,8 @@ def describe(config, prepared, metrics: dict, input_bound: str) -> str:
         f"| eval_recall_at_1 / at_5 | {_fmt(metrics.get('eval_recall_at_1'))} / "
         f"{_fmt(metrics.get('eval_recall_at_5'))} |",
         f"| eval_caption_match_accuracy | {_fmt(metrics.get('eval_caption_match_accuracy'))} |",
+        f"| model TFLOP/s (MFU) | {_fmt(metrics.get('train_model_tflops_per_second'), 2)} "
+        f"({_fmt(metrics.get('train_mfu'))}) |",
+        f"| joules per sample | {_fmt(metrics.get('train_joules_per_sample'))} |",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + (["", f"Advice: {advice}"] if advice else []))

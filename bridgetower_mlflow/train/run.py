@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..config import to_cli_args
 from ..contract import (
+    ADVICE_TAG,
     CPU_DECODED_METRIC,
     ERROR_TAG,
     INPUT_BOUND_TAG,
@@ -28,7 +29,6 @@ from .resume import checkpoint_to_resume, remember_run, run_to_resume
 
 log = logging.getLogger(__name__)
 FLUSH_TIMEOUT = float(os.environ.get("BRIDGETOWER_FLUSH_TIMEOUT", "120"))
-SAMPLING_INTERVAL = float(os.environ.get("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL") or 2.0)  # MLflow's own knob
 
 
 def start_session(config, prepared):
@@ -65,6 +65,7 @@ def _fit(config, prepared, ranks, session) -> TrainResult:
     from ..modeling import count_parameters
     from ..tracking.null_sink import NullSink
     from .evaluate import evaluate
+    from .observe import Observation
     from .trainer import build_trainer
 
     run_id = broadcast_from_main(session.run_id if session else os.environ.get("MLFLOW_RUN_ID"), ranks)
@@ -72,15 +73,15 @@ def _fit(config, prepared, ranks, session) -> TrainResult:
     trainer, throughput = build_trainer(config, prepared, session.buffer if session else NullSink())
     if session:
         session.log_params(train_params(config, prepared, count_parameters(prepared.loaded.model)))
-    monitor = _start_monitor(prepared, session)
+    observation = Observation(prepared, session, ranks)
+    throughput.window = observation.window  # energy is read at the throughput window's two instants
     checkpoint = checkpoint_to_resume(config, prepared.args.output_dir)
     if checkpoint:
         log.info("resuming run %s from its last checkpoint in %s", run_id, prepared.args.output_dir)
     try:
         output = trainer.train(resume_from_checkpoint=checkpoint)
     finally:
-        if monitor:
-            monitor.stop()
+        observation.stop()
     if session and config.resume:
         session.set_tags({RESUMED_FROM_TAG: str(throughput.start_step)})  # the checkpoint it continued from
     metrics = _measured(prepared, throughput, output, ranks)
@@ -91,7 +92,13 @@ def _fit(config, prepared, ranks, session) -> TrainResult:
     if not session:
         barrier(ranks)
         return TrainResult(run_id, metrics)
-    return _record(config, prepared, session, trainer, metrics, ranks)
+    found, tags = observation.findings(config, metrics)
+    metrics.update(found)
+    session.set_tags(tags)
+    version = _record(config, prepared, session, trainer, metrics, tags[ADVICE_TAG])
+    barrier(ranks)
+    left = session.finish("FINISHED", FLUSH_TIMEOUT)
+    return TrainResult(session.run_id, metrics, version, left)
 
 
 def _measured(prepared, throughput, output, ranks) -> dict:
@@ -109,22 +116,8 @@ def _measured(prepared, throughput, output, ranks) -> dict:
     return metrics
 
 
-def _start_monitor(prepared, session):
-    if not session:
-        return None
-    from ..telemetry.monitor import SystemMonitor
-    from ..telemetry.samplers.host_cpu import HostCpuSampler
-    from ..telemetry.samplers.mlflow_collectors import mlflow_collectors
-
-    try:
-        samplers = [HostCpuSampler(), *mlflow_collectors(), *prepared.adapter.device_samplers(prepared.device)]
-        return SystemMonitor(session.buffer, samplers, SAMPLING_INTERVAL, session.last_steps).start()
-    except Exception as exc:  # noqa: BLE001 - telemetry fails soft
-        log.warning("system metrics disabled: %s", exc)
-        return None
-
-
-def _record(config, prepared, session, trainer, metrics, ranks) -> TrainResult:
+def _record(config, prepared, session, trainer, metrics, advice: str) -> str | None:
+    """Final metrics, tags and description into the run's buffer; the model logged. Returns its version."""
     from ..model.publish import publish_model
 
     bound = input_bound_label(metrics[WAIT_METRIC])
@@ -133,11 +126,8 @@ def _record(config, prepared, session, trainer, metrics, ranks) -> TrainResult:
     if THROUGHPUT_METRIC not in metrics:
         session.set_tags({THROUGHPUT_NOTE_TAG: f"no steady-state throughput: the run (resumed) had no step left "
                                                f"after the {config.throughput_warmup_steps} warmup steps"})
-    session.set_description(describe(config, prepared, metrics, bound))
-    version = publish_model(config, prepared, session, trainer, metrics) if config.log_model else None
-    barrier(ranks)
-    left = session.finish("FINISHED", FLUSH_TIMEOUT)
-    return TrainResult(session.run_id, metrics, version, left)
+    session.set_description(describe(config, prepared, metrics, bound, advice))
+    return publish_model(config, prepared, session, trainer, metrics) if config.log_model else None
 
 
 def launch_tracked(config, adapter, device) -> TrainResult:

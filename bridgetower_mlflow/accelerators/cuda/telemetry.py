@@ -91,6 +91,13 @@ class NvmlSampler(DeviceSampler):
                     metrics[f"gpu_{index}_{name}"] = value
         return metrics
 
+    def energy_joules(self) -> float | None:
+        """Total energy of these GPUs since their driver loaded (NVML, mJ; Volta and newer), or None."""
+        try:
+            return sum(self._nvml.nvmlDeviceGetTotalEnergyConsumption(h) for _, h in self._handles) / 1000.0
+        except self._nvml.NVMLError:
+            return None
+
     def close(self) -> None:
         try:
             self._nvml.nvmlShutdown()

@@ -100,6 +100,13 @@ class HlmlSampler(DeviceSampler):
             metrics.update(hpu_metrics([reading]))
         return metrics
 
+    def energy_joules(self) -> float | None:
+        """Total energy of these devices since their driver loaded (HLML, mJ), or None."""
+        try:
+            return sum(self._hlml.hlmlDeviceGetTotalEnergyConsumption(h) for h in self._handles) / 1000.0
+        except self._hlml.HLMLError:
+            return None
+
     def close(self) -> None:
         try:
             self._hlml.hlmlShutdown()

@@ -1,0 +1,48 @@
+"""Device energy over the measured window, from hardware counters only (never estimated from power).
+
+Counters are the samplers that have `energy_joules()` (cumulative): NVML's and HLML's total energy,
+RAPL's package energy. The window is the throughput window: from the end of the warmup steps to the
+end of training, the same instants on every accelerator.
+"""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+
+class EnergyWindow:
+    """start() and stop() read every counter; joules() is the energy between them, or None with a reason."""
+
+    def __init__(self, counters, note: str = ""):
+        self.counters, self.note = list(counters), note
+        self._start = self._end = None
+        if not self.counters and not self.note:
+            self.note = "no hardware energy counter here (NVML, HLML or RAPL)"
+
+    def _read(self) -> float | None:
+        try:
+            values = [counter.energy_joules() for counter in self.counters]
+        except Exception as exc:  # noqa: BLE001 - a counter that fails makes the window unknown, not the run
+            self.note = f"energy counter failed: {type(exc).__name__}: {exc}"
+            return None
+        if any(value is None for value in values):
+            self.note = "the device refused its energy counter (e.g. NVML before Volta, MIG)"
+            return None
+        return sum(values)
+
+    def start(self) -> None:
+        if self.counters and not self.note:
+            self._start = self._read()
+
+    def stop(self) -> None:
+        if self._start is not None:
+            self._end = self._read()
+
+    def joules(self) -> float | None:
+        if self._start is None or self._end is None:
+            if not self.note:
+                self.note = "the measured window never started (no step after the warmup)"
+            return None
+        return self._end - self._start
