@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .cost import PriceList, usd_per_million_samples
+from .grouping import GroupStats
 from .speedups import Comparison, ConfigSection
 
 MAX_SECTIONS = 8
@@ -87,13 +89,59 @@ def _draw_setting_speedups(axis, section: ConfigSection) -> None:
     axis.set_title("data-loading settings, within each accelerator", fontsize=9)
 
 
+def _mfu_percent(group: GroupStats, prices: PriceList) -> float | None:
+    mfu = group.efficiency_median("mfu")
+    return None if mfu is None else mfu * 100
+
+
+# (y label, value of a cell) for compare's efficiency panels; a panel appears only where a value exists
+EFFICIENCY_PANELS = (
+    ("MFU, % of dense peak (measured)", _mfu_percent),
+    ("energy per sample, J (measured)", lambda group, prices: group.efficiency_median("joules_per_sample")),
+    ("USD per million samples (given prices)", usd_per_million_samples),
+)
+
+
+def _panel_series(section: ConfigSection, value, prices: PriceList) -> dict:
+    return {c: [value(row.cells[c], prices) if c in row.cells else None for row in section.rows]
+            for c in section.columns}
+
+
+def efficiency_panels(section: ConfigSection, prices: PriceList) -> list[tuple[str, dict]]:
+    """(label, series) for each efficiency panel this section has any value for."""
+    panels = [(label, _panel_series(section, value, prices)) for label, value in EFFICIENCY_PANELS]
+    return [(label, series) for label, series in panels
+            if any(v is not None for values in series.values() for v in values)]
+
+
+def _write_efficiency(plt, comparison: Comparison, sections, output_dir: Path) -> list[Path]:
+    shown = [(s, efficiency_panels(s, comparison.prices)) for s in sections]
+    shown = [(s, panels) for s, panels in shown if panels]
+    if not shown:
+        return []  # nothing measured, no prices: no empty chart
+    figure, axes = _figure(plt, len(shown), max(len(panels) for _, panels in shown))
+    for row, (section, panels) in zip(axes, shown):
+        for axis in row[len(panels):]:
+            axis.axis("off")
+        for axis, (label, series) in zip(row, panels):
+            _grouped_bars(axis, [r.setting.label for r in section.rows], series,
+                          hatch="//" if section.published else None)
+            axis.set_ylabel(label, fontsize=8)
+            axis.set_title(_wrapped(_section_title(section), 60), fontsize=8)
+    figure.tight_layout()
+    path = Path(output_dir) / "efficiency.png"
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return [path]
+
+
 def _section_title(section: ConfigSection) -> str:
     prefix = "PUBLISHED: " if section.published else ""
     return prefix + section.title()
 
 
 def write_charts(comparison: Comparison, output_dir: Path) -> list[Path]:
-    """throughput.png and speedups.png (first MAX_SECTIONS sections); returns the paths."""
+    """throughput.png, speedups.png and, where anything is measured or priced, efficiency.png."""
     plt = _pyplot()
     sections = comparison.sections[:MAX_SECTIONS]
     if not sections:
@@ -117,4 +165,4 @@ def write_charts(comparison: Comparison, output_dir: Path) -> list[Path]:
         figure.savefig(path, dpi=110)
         plt.close(figure)
         paths.append(path)
-    return paths
+    return paths + _write_efficiency(plt, comparison, sections, output_dir)

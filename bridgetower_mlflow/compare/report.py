@@ -57,6 +57,9 @@ def build_comparison(client, options: CompareOptions, parsed: ParsedOptions | No
     if parsed.baseline is None:
         comparison.notes.append("Baseline per configuration: a100 where present, else the first accelerator.")
     comparison.notes += reference_notes(parsed.reference)
+    unpriced = [name for name in present if parsed.prices and name not in parsed.prices.usd_per_device_hour]
+    if unpriced:
+        comparison.notes.append("No price given for: " + ", ".join(unpriced) + " (their cost cells read -).")
     return comparison, scope
 
 

@@ -25,6 +25,6 @@ def median_or_none(values) -> float | None:
 
 def within_noise(first, second) -> bool:
     """True when the two cells' min-max ranges overlap (a single run is a point; two points say nothing)."""
-    if first is None or second is None or (first.n < 2 and second.n < 2):
-        return False
+    if first is None or second is None or first is second or (first.n < 2 and second.n < 2):
+        return False  # a cell against itself is 1.00x by definition, not a measurement
     return first.minimum <= second.maximum and second.minimum <= first.maximum

@@ -24,7 +24,7 @@ def format_speedup(value: float | None, noisy: bool = False) -> str:
     return f"{value:.2f}x" + (NOISE_MARK if noisy else "")
 
 
-def format_cell(group: GroupStats) -> str:
+def format_cell(group: GroupStats, loaders: bool = True) -> str:
     """`median (n, min-max[, olympic])`; a single run says so."""
     if group.n == 1:
         text = f"{format_number(group.median)} (n=1, {SINGLE_RUN})"
@@ -32,7 +32,7 @@ def format_cell(group: GroupStats) -> str:
         text = f"{format_number(group.median)} (n={group.n}, "
         text += f"{format_number(group.minimum)}-{format_number(group.maximum)}"
         text += f", olympic {format_number(group.olympic)})" if group.olympic is not None else ")"
-    if group.setting.decode == "device":
+    if loaders and group.setting.decode == "device":
         text += " " + "/".join(sorted(group.data_loaders))
     return text
 
@@ -53,20 +53,19 @@ def section_heading(section: ConfigSection, index: int | None = None) -> str:
 
 def headline_table(pairs: list[HeadlinePair], prices: PriceList) -> tuple[str, list[str], list[list[str]]]:
     """Gaudi vs GPU per section: matched setting and best vs best (and cost, with prices)."""
-    headers = ["section", "gaudi", "gpu", "matched setting", "gaudi samples/s", "gpu samples/s", "matched",
-               "gaudi best", "gpu best", "best vs best"]
+    headers = ["section", "pair", "matched setting", "gaudi", "gpu", "matched", "gaudi best", "gpu best",
+               "best vs best"]
     if prices:
-        headers += ["gaudi USD/M samples (best)", "gpu USD/M samples (best)", "gpu/gaudi cost (best)"]
+        headers += ["gaudi best USD/M samples", "gpu best USD/M samples", "gpu/gaudi cost"]
     rows = []
     for pair in pairs:
-        source = "measured" if not pair.section.published else "PUBLISHED " + short_source(pair.section.source)
-        row = [f"[{pair.section_index}] {source}", pair.gaudi, pair.gpu,
-               pair.matched_setting.label if pair.matched_setting else "none shared",
-               format_cell(pair.matched_gaudi) if pair.matched_gaudi else "-",
-               format_cell(pair.matched_gpu) if pair.matched_gpu else "-",
+        row = [f"[{pair.section_index}] " + ("PUBLISHED" if pair.section.published else "measured"),
+               f"{pair.gaudi} vs {pair.gpu}", pair.matched_setting.label if pair.matched_setting else "none shared",
+               format_cell(pair.matched_gaudi, loaders=False) if pair.matched_gaudi else "-",
+               format_cell(pair.matched_gpu, loaders=False) if pair.matched_gpu else "-",
                format_speedup(pair.matched_speedup, pair.matched_within_noise),
-               f"{pair.best_gaudi.setting.label}: {format_cell(pair.best_gaudi)}",
-               f"{pair.best_gpu.setting.label}: {format_cell(pair.best_gpu)}",
+               f"{pair.best_gaudi.setting.label}: {format_cell(pair.best_gaudi, loaders=False)}",
+               f"{pair.best_gpu.setting.label}: {format_cell(pair.best_gpu, loaders=False)}",
                format_speedup(pair.best_speedup, pair.best_within_noise)]
         if prices:
             gaudi_cost = usd_per_million_samples(pair.best_gaudi, prices)
@@ -74,7 +73,7 @@ def headline_table(pairs: list[HeadlinePair], prices: PriceList) -> tuple[str, l
             cheaper = gpu_cost / gaudi_cost if gaudi_cost and gpu_cost else None
             row += [format_usd(gaudi_cost), format_usd(gpu_cost), format_speedup(cheaper)]
         rows.append(row)
-    caption = f"Headline: each Gaudi against each GPU in the same configuration ({MATCHED_RULE})"
+    caption = f"Each Gaudi against each GPU in one configuration, samples/s ({MATCHED_RULE})"
     return caption, headers, rows
 
 

@@ -6,7 +6,19 @@ import time
 from dataclasses import dataclass
 
 from bridgetower_mlflow.compare.study import BLOG_NUMBERS
-from bridgetower_mlflow.contract import CPU_LOADER, DECODE_TAG, RUN_KIND_TAG, decode_class
+from bridgetower_mlflow.contract import (
+    CPU_LOADER,
+    DECODE_TAG,
+    ENERGY_METRIC,
+    JOULES_PER_SAMPLE_METRIC,
+    MFU_METRIC,
+    RUN_KIND_TAG,
+    TFLOPS_METRIC,
+    TFLOPS_PER_DEVICE_METRIC,
+    THROUGHPUT_METRIC,
+    THROUGHPUT_PER_DEVICE_METRIC,
+    decode_class,
+)
 
 FILLER_PARAM_COUNT = 110  # train also logs the full TrainingArguments and model config
 LOADER_OF = {"gaudi2": "habana-mediapipe", "gaudi3": "habana-mediapipe", "a100": "nvjpeg",
@@ -31,6 +43,9 @@ class TrainRunSpec:
     parent_run_id: str = ""
     repeat: int = 1
     loader: str = ""  # the loader that actually ran, when it is not the asked-for one (a fallback)
+    tflops: float | None = None  # train_model_tflops_per_second, where train measured FLOPs
+    mfu: float | None = None  # train_mfu (a fraction), where the device's peak is known
+    joules_per_sample: float | None = None  # where the device has energy counters
 
 
 def train_run_contents(spec: TrainRunSpec) -> tuple[dict, dict, dict]:
@@ -63,7 +78,25 @@ def train_run_contents(spec: TrainRunSpec) -> tuple[dict, dict, dict]:
         "train_runtime": 300.0, "train_loss": 0.5, "eval_loss": 0.11, "eval_recall_at_1": 0.4,
         "eval_recall_at_5": 0.8, "eval_caption_match_accuracy": 0.7, "dataloader_wait_fraction": 0.02,
     }
+    metrics.update(_efficiency_metrics(spec))
+    if spec.mfu is None:
+        tags["mfu.note"] = "no dense peak known for this device"
+    if spec.joules_per_sample is None:
+        tags["energy.note"] = "no energy counter on this device"
     return params, tags, metrics
+
+
+def _efficiency_metrics(spec: TrainRunSpec) -> dict:
+    metrics = {}
+    if spec.tflops is not None:
+        metrics[TFLOPS_METRIC] = spec.tflops
+        metrics[TFLOPS_PER_DEVICE_METRIC] = spec.tflops / spec.devices
+    if spec.mfu is not None:
+        metrics[MFU_METRIC] = spec.mfu
+    if spec.joules_per_sample is not None:
+        metrics[JOULES_PER_SAMPLE_METRIC] = spec.joules_per_sample
+        metrics[ENERGY_METRIC] = spec.joules_per_sample * spec.samples_per_second * 300.0
+    return metrics
 
 
 def log_train_run(client, experiment_id: str, spec: TrainRunSpec) -> str:
@@ -95,3 +128,28 @@ def log_study_runs(client, experiment_id: str) -> list[str]:
         log_train_run(client, experiment_id, TrainRunSpec(accel, value, workers, decode))
         for accel, workers, decode, value in STUDY_RUNS
     ]
+
+
+def log_scaled_copy(client, experiment_id: str, run, factor: float) -> str:
+    """A copy of a finished train run (params, tags, metrics) whose throughput is `factor` x the original's.
+
+    For gate tests: the same configuration as a real run, measured slower or faster.
+    """
+    from mlflow.entities import Metric, Param, RunTag
+
+    data = run.data
+    metrics = dict(data.metrics)
+    for name in (THROUGHPUT_METRIC, THROUGHPUT_PER_DEVICE_METRIC):
+        if name in metrics:
+            metrics[name] *= factor
+    tags = {k: v for k, v in data.tags.items() if not k.startswith("mlflow.")}
+    name = f"{data.tags.get('mlflow.runName', 'run')} x{factor:g}"
+    copy = client.create_run(experiment_id, tags={"mlflow.runName": name}).info.run_id
+    now = int(time.time() * 1000)
+    params = [Param(k, v) for k, v in data.params.items()]
+    for start in range(0, len(params), 100):  # MLflow takes at most 100 params per batch
+        client.log_batch(copy, params=params[start:start + 100])
+    client.log_batch(copy, metrics=[Metric(k, v, now, 0) for k, v in metrics.items()],
+                     tags=[RunTag(k, v) for k, v in tags.items()])
+    client.set_terminated(copy, "FINISHED")
+    return copy
