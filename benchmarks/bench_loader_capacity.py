@@ -9,10 +9,11 @@ missing), and the processor-based pipeline the study's script used: BridgeTowerI
 each image in the worker, float pixel_values stacked in the collate. Pipelines and worker counts are
 interleaved over the rounds. Each run is timed in steady state, from the moment every worker has
 delivered its first batch (worker start-up and the first decode excluded: they happen once per epoch)
-to the last batch. Median samples/s, the large preset's 294 px. Last line:
-ratio=<project 1-worker / processor 1-worker>. Not a test.
+to the last batch. Median samples/s, the large preset's 294 px; `--rounds` rounds, fewer (at least 2)
+when the next would end past `--budget` seconds, so that a loaded machine still finishes in ~5 min.
+Last line: ratio=<project 1-worker / processor 1-worker>. Not a test.
 
-    .venv/bin/python benchmarks/bench_loader_capacity.py [--rounds 5] [--workers 0,1,2,4]
+    .venv/bin/python benchmarks/bench_loader_capacity.py [--rounds 5] [--budget 220] [--workers 0,1,2,4]
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--workers", default="0,1,2,4")
     parser.add_argument("--batches", type=int, default=10, help="timed batches per run of the project's pipeline")
+    parser.add_argument("--budget", type=float, default=220, help="seconds for the rounds (see above)")
     opts = parser.parse_args()
     import torch
 
@@ -147,14 +149,18 @@ def main() -> None:
     for pipeline, _ in pipelines.values():  # warm-up: imports, file cache, the processor's first call
         run_once(pipeline, 0, 1, seed=0)
     rates = {(name, w): [] for name in pipelines for w in workers}
+    started, rounds = time.monotonic(), 0
     try:
-        for round_ in range(opts.rounds):
+        while rounds < opts.rounds:
+            if rounds >= 2 and (time.monotonic() - started) * (rounds + 1) / rounds > opts.budget:
+                break
             for w in workers:
                 for name, (pipeline, batches) in pipelines.items():
-                    rates[(name, w)].append(run_once(pipeline, w, batches, seed=round_))
+                    rates[(name, w)].append(run_once(pipeline, w, batches, seed=rounds))
+            rounds += 1
     finally:
         use_backend(backend)
-    report(rates, workers, opts.rounds, len(train))
+    report(rates, workers, rounds, len(train))
     print(f"ratio={statistics.median(rates[('project', 1)]) / statistics.median(rates[('processor', 1)]):.2f}"
           if 1 in workers else "ratio=nan")
 
