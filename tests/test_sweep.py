@@ -115,7 +115,7 @@ def test_cpu_sweep_runs_children_then_compares_on_the_parent(fake_store):
 def test_a_crashing_child_is_failed_and_the_sweep_goes_on(fake_store, monkeypatch):
     monkeypatch.setenv("FAKE_TRAIN_CRASH_WORKERS", "1")
     result = CliRunner().invoke(sweep_command, [
-        "--workers", "0,1,2", "--device-decode", "false", "--experiment-name", "sweeps"])
+        "--workers", "0,1,2", "--device-decode", "false", "--repeats", "1", "--experiment-name", "sweeps"])
     assert result.exit_code == 1
     parent = _parent(fake_store)
     children = _children(fake_store, parent.info.run_id)
@@ -134,7 +134,7 @@ def test_under_mlflow_run_the_project_run_is_the_parent(fake_store, monkeypatch)
     project_run = fake_store.create_run(experiment_id).info.run_id
     monkeypatch.setenv("MLFLOW_RUN_ID", project_run)
     monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", experiment_id)
-    result = CliRunner().invoke(sweep_command, ["--workers", "0", "--device-decode", "false"])
+    result = CliRunner().invoke(sweep_command, ["--workers", "0", "--device-decode", "false", "--repeats", "1"])
     assert result.exit_code == 0, result.output
     assert list(_children(fake_store, project_run)) == ["cpu w0 decode=cpu r1"]
     run = fake_store.get_run(project_run)

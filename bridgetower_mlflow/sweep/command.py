@@ -6,10 +6,10 @@ import sys
 
 import click
 
-from ..cli_support import CONTEXT, dual_option, reports_errors
+from ..cli_support import CONTEXT, bool_option, dual_option, reports_errors
 
 # train options a sweep passes through unchanged when given
-PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "per_device_train_batch_size")
+PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "per_device_train_batch_size", "devices")
 
 
 @click.command("sweep", context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_extra_args": True})
@@ -17,13 +17,20 @@ PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "per_device_train_batch_
 @click.option("--workers", default="0,1,2", show_default=True, help="dataloader_num_workers values.")
 @dual_option("device_decode", default="false,true", show_default=True,
              help="device_decode values; cells the accelerator cannot do are skipped with a note.")
-@click.option("--repeats", default="1", show_default=True, help="Runs per cell (median/min/max in compare).")
+@click.option("--repeats", default="3", show_default=True, help="Runs per cell (median/min/max in compare).")
 @click.option("--baseline", default="", help="Baseline accelerator for the final compare.")
 @dual_option("experiment_name", default="", help="Experiment for the parent and children.")
 @click.option("--model", default=None, help="Passed to train.")
 @click.option("--dataset", default=None, help="Passed to train.")
 @dual_option("max_steps", default=None, help="Passed to train.")
 @dual_option("per_device_train_batch_size", default=None, help="Passed to train.")
+@click.option("--devices", default=None, help="Passed to train; with --backend ray, the accelerators each cell holds.")
+@click.option("--backend", default="local", show_default=True,
+              help="local: cells one after another here; ray: cells as Ray tasks, one node per cell.")
+@dual_option("ray_address", default="auto", show_default=True,
+             help="With --backend ray: auto (this machine's cluster, or RAY_ADDRESS), host:port or ray://host:port.")
+@bool_option("exclusive_hosts", "With --backend ray: each cell holds its node alone (a per-node "
+                                "`bridgetower_host` resource), so no two cells share CPU cores.", default="true")
 @click.pass_context
 @reports_errors
 def sweep_command(ctx, **options):
@@ -39,7 +46,9 @@ def sweep_command(ctx, **options):
             passthrough += [f"--{name.replace('_', '-')}", str(options[name])]
     sweep = SweepOptions(accel=options["accel"], workers=options["workers"], device_decode=options["device_decode"],
                          repeats=options["repeats"], baseline=options["baseline"],
-                         experiment_name=options["experiment_name"].strip(), passthrough=passthrough + list(ctx.args))
+                         experiment_name=options["experiment_name"].strip(), passthrough=passthrough + list(ctx.args),
+                         backend=options["backend"], ray_address=options["ray_address"],
+                         exclusive_hosts=options["exclusive_hosts"])
     outcome = run_sweep(sweep, echo=click.echo)
     done = len(outcome.results) - len(outcome.failed)
     click.echo(f"sweep {outcome.parent_run_id}: {done} of {len(outcome.results)} runs finished")

@@ -1,4 +1,4 @@
-"""A whole sweep: parent run, children one by one, then compare logged on the parent."""
+"""A whole sweep: parent run, children on a backend (here one by one, or on Ray), then compare on the parent."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..contract import NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG
-from ..errors import BridgeTowerMlflowError
-from .backends.local import ChildResult, SweepContext, progress_line, run_child
+from ..errors import BridgeTowerMlflowError, ConfigError
+from .backends.local import ChildResult, LocalBackend, SweepContext, print_failure, progress_line
+from .backends.process import sigterm_as_interrupt
 from .grid import SweepPlan, parse_device_decode, parse_workers, plan_cells
+
+BACKENDS = ("local", "ray")
 
 
 @dataclass
@@ -18,10 +21,13 @@ class SweepOptions:
     accel: str = "cpu"
     workers: str = "0,1,2"
     device_decode: str = "false,true"
-    repeats: int = 1
+    repeats: int = 3
     baseline: str = ""
     experiment_name: str = ""
     passthrough: list[str] = field(default_factory=list)
+    backend: str = "local"
+    ray_address: str = "auto"
+    exclusive_hosts: str = "true"
 
 
 @dataclass
@@ -47,6 +53,25 @@ def plan_sweep(options: SweepOptions) -> SweepPlan:
                       parse_device_decode(options.device_decode), repeats, adapter.device_loader is not None)
 
 
+def open_backend(options: SweepOptions, tracking_uri: str):
+    """The backend that runs the cells; Ray's checks its cluster and the tracking store now, before any run."""
+    from ..config import parse_bool
+
+    backend = str(options.backend).strip().lower()
+    if backend not in BACKENDS:
+        raise ConfigError("backend", options.backend, "allowed: " + ", ".join(BACKENDS))
+    exclusive = parse_bool("exclusive_hosts", options.exclusive_hosts)
+    if backend == "local":
+        return LocalBackend()
+    from ..accelerators.registry import family
+    from .backends.ray import RayBackend, RaySettings
+    from .backends.ray_checks import requested_devices
+
+    settings = RaySettings(options.ray_address, family(options.accel), requested_devices(options.passthrough),
+                           exclusive)
+    return RayBackend(settings, tracking_uri)
+
+
 def _experiment_id(client, name: str) -> str:
     if name:
         experiment = client.get_experiment_by_name(name)
@@ -54,12 +79,12 @@ def _experiment_id(client, name: str) -> str:
     return os.environ.get("MLFLOW_EXPERIMENT_ID") or "0"
 
 
-def open_parent(client, options: SweepOptions, plan: SweepPlan) -> tuple[str, str, bool]:
+def open_parent(client, options: SweepOptions, plan: SweepPlan, backend: str) -> tuple[str, str, bool]:
     """(parent run id, experiment id, created here): `mlflow run`'s run, else a new sweep run."""
     tags = {
         RUN_KIND_TAG: RUN_KIND_SWEEP, "sweep.accel": options.accel, "sweep.workers": str(options.workers),
         "sweep.device_decode": str(options.device_decode), "sweep.repeats": str(options.repeats),
-        "sweep.cells": str(len(plan.cells)),
+        "sweep.cells": str(len(plan.cells)), "sweep.backend": backend,
     }
     run_id = os.environ.get("MLFLOW_RUN_ID")
     name = f"sweep {options.accel} w{options.workers.replace(',', '/')}"
@@ -99,14 +124,27 @@ def _compare_children(client, parent_id: str, baseline: str, echo) -> str:
     return outcome.text
 
 
-def _run_cells(context: SweepContext, plan: SweepPlan, outcome: SweepOutcome, echo) -> None:
-    for index, cell in enumerate(plan.cells, 1):
-        result = run_child(context, cell)
+def _reporter(outcome: SweepOutcome, total: int, echo):
+    """Called once per ended cell, in the order cells end."""
+
+    def report(result: ChildResult) -> None:
         outcome.results.append(result)
         if result.status != "FINISHED":
-            outcome.notes.append(f"{cell.run_name} ({result.run_id}) ended {result.status}, "
-                                 f"exit code {result.returncode}")
-        echo(progress_line(index, len(plan.cells), result))
+            reason = result.reason or f"exit code {result.returncode}"
+            run = result.run_id or "no run"
+            outcome.notes.append(f"{result.cell.run_name} ({run}) ended {result.status}: {reason}")
+            print_failure(result)
+        echo(progress_line(len(outcome.results), total, result))
+
+    return report
+
+
+def _run_cells(backend, context: SweepContext, plan: SweepPlan, outcome: SweepOutcome, echo) -> None:
+    try:
+        with sigterm_as_interrupt():
+            backend.run_cells(context, plan.cells, _reporter(outcome, len(plan.cells), echo))
+    finally:
+        _record_notes(context.client, context.parent_run_id, outcome)
 
 
 def run_sweep(options: SweepOptions, client=None, echo=print) -> SweepOutcome:
@@ -115,24 +153,27 @@ def run_sweep(options: SweepOptions, client=None, echo=print) -> SweepOutcome:
     from mlflow import MlflowClient
 
     plan = plan_sweep(options)
-    client = client or MlflowClient()
-    parent_id, experiment_id, created = open_parent(client, options, plan)
-    for note in plan.notes:
-        echo(f"note: {note}")
-    passthrough = list(options.passthrough)
-    if options.experiment_name:
-        passthrough += ["--experiment-name", options.experiment_name]
     tracking_uri = getattr(client, "tracking_uri", "") or mlflow.get_tracking_uri()
-    context = SweepContext(client, experiment_id, parent_id, passthrough, tracking_uri)
-    outcome = SweepOutcome(parent_id, [], list(plan.notes))
+    backend = open_backend(options, tracking_uri)  # before the client: it may create a sqlite store
+    client = client or MlflowClient(tracking_uri)
     try:
-        _run_cells(context, plan, outcome, echo)
-    except BaseException as exc:
-        if created:
-            client.set_terminated(parent_id, "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
-        raise
+        parent_id, experiment_id, created = open_parent(client, options, plan, backend.name)
+        notes = [*plan.notes, *backend.notes]
+        for note in notes:
+            echo(f"note: {note}")
+        passthrough = list(options.passthrough)
+        if options.experiment_name:
+            passthrough += ["--experiment-name", options.experiment_name]
+        context = SweepContext(client, experiment_id, parent_id, passthrough, tracking_uri)
+        outcome = SweepOutcome(parent_id, [], notes)
+        try:
+            _run_cells(backend, context, plan, outcome, echo)
+        except BaseException as exc:
+            if created:
+                client.set_terminated(parent_id, "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
+            raise
     finally:
-        _record_notes(client, parent_id, outcome)
+        backend.close()
     outcome.compare_text = _compare_children(client, parent_id, options.baseline, echo)
     if created:
         client.set_terminated(parent_id, "FAILED" if outcome.failed else "FINISHED")
