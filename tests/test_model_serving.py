@@ -63,9 +63,9 @@ def test_pyfunc_predicts_on_paths_bytes_and_base64(champion, jpeg):
         model.predict(pd.DataFrame([{"image": "no/such/file.jpg", "caption": "x"}]))
 
 
-def _post(url: str, payload: dict) -> dict:
-    request = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+def _post(url: str, payload, content_type: str = "application/json") -> dict:
+    body = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+    request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": content_type})
     with urllib.request.urlopen(request, timeout=120) as response:
         return json.loads(response.read())
 
@@ -83,6 +83,11 @@ def test_models_serve_answers_http(champion, jpeg, tmp_path):
         body = _post(f"http://127.0.0.1:{port}/invocations", {"dataframe_split": {
             "columns": ["image", "caption", "caption_choices"],
             "data": [[image, "A cartoon of a man.", CHOICES], [image, "A cartoon of a dog.", []]]}})
+        # a CSV cell cannot hold a list: caption_choices travels as a JSON list; an empty cell is none
+        csv = pd.DataFrame([{"image": image, "caption": "A cartoon of a man.", "caption_choices": json.dumps(CHOICES)},
+                            {"image": image, "caption": "A cartoon of a dog.", "caption_choices": None}]).to_csv(
+                                index=False)
+        from_csv = _post(f"http://127.0.0.1:{port}/invocations", csv, "text/csv")
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
@@ -90,3 +95,7 @@ def test_models_serve_answers_http(champion, jpeg, tmp_path):
     assert -1 <= first["score"] <= 1 and first["best_choice"] in (0, 1, 2) and len(first["choice_scores"]) == 3
     assert first["best_choice"] == first["choice_scores"].index(max(first["choice_scores"]))
     assert second["best_choice"] == -1 and -1 <= second["score"] <= 1
+    csv_first, csv_second = from_csv["predictions"]
+    assert csv_first["choice_scores"] == pytest.approx(first["choice_scores"], abs=1e-5)
+    assert csv_first["best_choice"] == first["best_choice"] and csv_second["best_choice"] == -1
+    assert csv_second["score"] == pytest.approx(second["score"], abs=1e-5) and csv_second["choice_scores"] == []

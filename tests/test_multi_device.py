@@ -7,7 +7,7 @@ import sys
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import BIN, mlflow_run, no_running_runs
+from conftest import BIN, free_port, mlflow_run, no_running_runs
 
 pytestmark = pytest.mark.slow
 SMALL = {"accel": "cpu", "devices": 2, "max_steps": 6, "logging_steps": 2, "per_device_train_batch_size": 16,
@@ -38,11 +38,15 @@ def test_mlflow_run_with_devices_2_launches_ranks_and_logs_one_run(cache_dir, sq
     assert done.stdout.count("open it:") == 1
 
 
-def _outer_torchrun(extra_env):
-    args = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-            "-m", "bridgetower_mlflow", "train"]
+def _train_args() -> list[str]:
+    args = ["-m", "bridgetower_mlflow", "train"]
     for key, value in SMALL.items():
         args += [f"--{key.replace('_', '-')}", str(value)]
+    return args
+
+
+def _outer_torchrun(extra_env):
+    args = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", *_train_args()]
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", **extra_env}
     return subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
 
@@ -58,9 +62,28 @@ def test_outer_torchrun_with_run_id_for_every_rank_gives_one_run(cache_dir, sqli
     assert no_running_runs(sqlite_uri) == []
 
 
-def test_outer_torchrun_without_run_id_rank0_creates_the_only_run(cache_dir, sqlite_uri):
-    done = _outer_torchrun({})
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_two_nodes_on_loopback_give_one_run(cache_dir, sqlite_uri, tmp_path):
+    """`torchrun --nnodes 2` with node ranks 0 and 1 on 127.0.0.1 (one process each), no MLFLOW_RUN_ID: rank 0
+    creates the only run (this also covers the single-node outer torchrun without a run id)."""
+    port, env, nodes = free_port(), {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}, []
+    try:
+        for node_rank in (0, 1):
+            args = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", f"--node_rank={node_rank}",
+                    "--nproc_per_node=1", "--master_addr=127.0.0.1", f"--master_port={port}", *_train_args()]
+            folder = tmp_path / f"node{node_rank}"  # each node its own working folder, as on two machines
+            folder.mkdir()
+            with open(tmp_path / f"node{node_rank}.log", "w") as log:
+                nodes.append(subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder,
+                                              start_new_session=True))
+        codes = [node.wait(timeout=600) for node in nodes]
+    finally:
+        for node in nodes:
+            if node.poll() is None:
+                os.killpg(node.pid, 9)
+    logs = [(tmp_path / f"node{r}.log").read_text() for r in (0, 1)]
+    assert codes == [0, 0], "\n".join(log[-2000:] for log in logs)
     runs = _runs(sqlite_uri)
     assert len(runs) == 1
     _check_two_rank_run(runs[0])
+    assert all(f"runs/{runs[0].info.run_id}" in log for log in logs)  # each node's console links the one run
+    assert no_running_runs(sqlite_uri) == []

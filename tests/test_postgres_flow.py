@@ -44,9 +44,13 @@ def test_full_flow_on_postgres_with_concurrent_sweeps(cache_dir, postgres, tmp_p
         promoted = run_cli(["promote", "--model-name", "bt-pg", "--candidate", "1"])
         assert promoted.returncode == 0, promoted.stderr[-2000:]
         assert client.get_registered_model("bt-pg").aliases == {"champion": "1"}
-        again = run_cli(["promote", "--model-name", "bt-pg", "--metric", "eval_loss"])
+        again = run_cli(["promote", "--model-name", "bt-pg", "--metric", "eval_loss"])  # candidate: latest (2)
         assert again.returncode == 0, again.stderr[-2000:]
-        assert "champion" in client.get_registered_model("bt-pg").aliases
+        losses = {v: float(client.get_model_version("bt-pg", v).tags["eval_loss"]) for v in ("1", "2")}
+        expected = "2" if losses["2"] < losses["1"] else "1"  # lower is better for losses
+        assert client.get_registered_model("bt-pg").aliases == {"champion": expected}, (losses, again.stdout)
+        verb = "now holds @champion (was version 1)" if expected == "2" else "@champion stays on version 1"
+        assert verb in again.stdout and client.get_model_version("bt-pg", "2").tags["promotion.previous_version"] == "1"
         assert no_running_runs(server.url) == []
     finally:
         server.stop()

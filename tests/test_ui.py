@@ -30,6 +30,15 @@ def browser_page():
         browser.close()
 
 
+def _shown_metric(page, name: str) -> str:
+    """The value the run page's metrics table shows for `name` (filtered through its search box)."""
+    page.get_by_placeholder("Search metrics").fill(name)
+    # the metrics table links each name to its chart; the description's own table has plain names
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name=name, exact=True)).first
+    row.wait_for()
+    return row.inner_text().split()[-1]
+
+
 def _sweep(server_url):
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "MLFLOW_TRACKING_URI": server_url}
     args = [str(BIN / "bridgetower-mlflow"), "sweep", "--accel", "cpu", "--workers", "0,1", "--repeats", "1",
@@ -57,10 +66,14 @@ def test_sweep_and_compare_read_well_in_the_ui(cache_dir, mlflow_server, browser
 
     page.goto(f"{mlflow_server.url}/#/experiments/{experiment}/runs/{child.info.run_id}")
     page.get_by_text(child.info.run_name).first.wait_for()
-    page.get_by_text("accelerator.device_name").first.wait_for()
-    page.get_by_text("data_loader").first.wait_for()
+    for tag in ("accelerator.device_name", "data_loader", "input_bound", "accelerator.count"):  # chips "key: value"
+        page.get_by_text(f"{tag}: {child.data.tags[tag]}", exact=True).first.wait_for()
     page.get_by_text("train_samples_per_second (first 3 steps excluded)").first.wait_for()  # the description
     page.screenshot(path=str(SHOTS / "train-run.png"), full_page=True)
+    for metric in ("train_samples_per_second", "eval_loss", "dataloader_wait_fraction"):
+        shown = _shown_metric(page, metric)  # the UI rounds long values (to 4 decimals): within half a last digit
+        half_digit = 0.5 * 10 ** -len(shown.partition(".")[2])
+        assert float(shown) == pytest.approx(child.data.metrics[metric], abs=half_digit * 1.001), (metric, shown)
 
     page.goto(f"{mlflow_server.url}/#/experiments/{experiment}/runs/{parent.info.run_id}")
     page.get_by_text("Data-loading speedup").first.wait_for()  # the compare table is the note

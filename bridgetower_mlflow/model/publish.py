@@ -33,7 +33,7 @@ def signature_and_example():
     """The pyfunc's input/output schema and a one-row example (a drawn JPEG as base64)."""
     import pandas as pd
     from mlflow.models import ModelSignature
-    from mlflow.types.schema import AnyType, Array, ColSpec, Schema
+    from mlflow.types.schema import Array, ColSpec, Schema
     from PIL import Image, ImageDraw
 
     image = Image.new("RGB", (96, 80), "white")
@@ -45,8 +45,11 @@ def signature_and_example():
         "caption": "A cartoon of a sun in the middle.",
         "caption_choices": ["I told you the sun would follow us home.", "We said no boat on weekends."],
     }])
-    inputs = Schema([ColSpec(AnyType(), "image"), ColSpec("string", "caption", required=False),
-                     ColSpec(Array("string"), "caption_choices", required=False)])
+    # Plain string columns, so that CSV bodies parse too (MLflow derives CSV dtypes from the schema and has none
+    # for AnyType or Array). Object cells pass string enforcement unchanged: image stays a path, base64 or raw
+    # bytes, caption_choices a list, or a JSON list in a string (what a CSV cell can carry).
+    inputs = Schema([ColSpec("string", "image"), ColSpec("string", "caption", required=False),
+                     ColSpec("string", "caption_choices", required=False)])
     outputs = Schema([ColSpec("double", "score"), ColSpec("long", "best_choice"),
                       ColSpec(Array("double"), "choice_scores")])
     return ModelSignature(inputs=inputs, outputs=outputs), example

@@ -1,8 +1,9 @@
 """The registered model: a pyfunc that scores image/caption pairs on CPU.
 
 Input frame columns: `image` (file path, raw bytes or base64 text), `caption` (optional) and
-`caption_choices` (optional list). Output: `score` (cosine of image and caption) and `best_choice`
-(index of the best-scoring choice, -1 without choices) plus `choice_scores`.
+`caption_choices` (optional list; in a CSV body a JSON list such as `["a", "b"]`). Output: `score`
+(cosine of image and caption) and `best_choice` (index of the best-scoring choice, -1 without
+choices) plus `choice_scores`.
 """
 
 from __future__ import annotations
