@@ -40,7 +40,9 @@ def reports_errors(command):
         try:
             return command(*args, **kwargs)
         except BridgeTowerMlflowError as exc:
-            message = str(exc).splitlines()[0]
+            from .tracking.params import redact_text
+
+            message = redact_text(str(exc).splitlines()[0])  # a misspelled secret flag still echoes its value
             mark_project_run_failed(message)
             click.echo(f"error: {message}", err=True)
             sys.exit(exc.exit_code)

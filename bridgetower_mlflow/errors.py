@@ -29,6 +29,12 @@ class DataError(BridgeTowerMlflowError):
     exit_code = 2
 
 
+class OutputUnwritable(BridgeTowerMlflowError):
+    """The output folder (checkpoints, the model) cannot be written."""
+
+    exit_code = 2
+
+
 class TrackingError(BridgeTowerMlflowError):
     """The tracking server or registry refused or could not be reached."""
 

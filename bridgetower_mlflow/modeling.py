@@ -45,7 +45,7 @@ def preset_tokenizer(cache_dir: Path | None = None):
     folder = Path(cache_dir or default_sample_dir().parent / "tokenizer-v2")
     if not (folder / "tokenizer_config.json").exists():
         bpe = ByteLevelBPETokenizer()
-        bpe.train_from_iterator(text_corpus(), vocab_size=1000, min_frequency=1,
+        bpe.train_from_iterator(text_corpus(), vocab_size=1000, min_frequency=1, show_progress=False,
                                 special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
         with tempfile.TemporaryDirectory() as raw:
             vocab_file, merges_file = bpe.save_model(raw)

@@ -46,3 +46,14 @@ def test_mlflow_run_raw_values_equal_ours():
 
 def test_conflicts_only_for_different_meaning():
     assert conflicts({"lr": "1e-5", "m": "tiny"}, {"lr": "1e-05", "m": "base", "new": "1"}) == {"m": ("tiny", "base")}
+
+
+def test_a_raw_secret_logged_by_mlflow_run_is_no_conflict_and_never_shown(monkeypatch):
+    # `mlflow run` logs -P values raw; train logs them redacted: the same value, not a changed one
+    url = "http://bob:hunter2-pw@tracking.example:5000"
+    assert conflicts({"data.url": url, "seed": "1"}, {"data.url": "***", "seed": "1"}) == {}
+    monkeypatch.setenv("HF_TOKEN", "hf_secretvalue")
+    clash = conflicts({"note": "uses hf_secretvalue", "seed": "1"}, {"note": "***", "seed": "2"})
+    assert clash == {"seed": ("1", "2")}
+    clash = conflicts({"endpoint": url}, {"endpoint": "http://other.example"})
+    assert "hunter2" not in str(clash) and clash["endpoint"][0] == "***"

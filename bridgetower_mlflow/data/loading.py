@@ -70,6 +70,9 @@ def _check_columns(split, image_column: str, caption_column: str) -> None:
     for field, column in (("image_column", image_column), ("caption_column", caption_column)):
         if column not in split.column_names:
             raise DataError(f"{field}: column '{column}' not in the dataset; allowed: {', '.join(split.column_names)}")
+    dtype = getattr(split.features[caption_column], "dtype", type(split.features[caption_column]).__name__)
+    if dtype not in ("string", "large_string"):
+        raise DataError(f"caption_column: column '{caption_column}' holds {dtype} values; allowed: a text column")
 
 
 def _fingerprint(source: str, rows: list[dict], caption_column: str) -> str:

@@ -102,8 +102,11 @@ def same_value(a: str, b: str) -> bool:
 
 
 def conflicts(existing: dict[str, str], new: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """Keys whose already-logged value differs in meaning from the new one."""
-    return {k: (existing[k], v) for k, v in new.items() if k in existing and not same_value(existing[k], v)}
+    """Keys whose already-logged value differs in meaning from the new one, old values redacted as new ones are
+    (`mlflow run` logs the raw -P value, secrets included, before train redacts its own)."""
+    known = secret_values()
+    shown = {k: REDACTED if is_secret(k, _unquote(existing[k]), known) else existing[k] for k in new if k in existing}
+    return {k: (shown[k], v) for k, v in new.items() if k in shown and not same_value(shown[k], v)}
 
 
 def log_params(client, run_id: str, params: dict[str, str], existing: dict[str, str]) -> int:

@@ -7,6 +7,7 @@ import os
 from ..accelerators.detection import hide_if_broken
 from ..accelerators.registry import get_accelerator
 from ..launch.ranks import RankInfo, needs_launch
+from .output_folder import check_writable
 from .prepare import prepare
 from .result import TrainResult
 from .run import fit_and_record, launch_tracked
@@ -18,6 +19,7 @@ def train(config, *, tracked: bool = True) -> TrainResult:
     `tracked=False` trains exactly as a non-main rank does: no run, nothing logged, no samplers.
     """
     ranks = RankInfo.from_env()
+    check_writable(config.output_dir)
     adapter = get_accelerator(config.accel)
     for key, value in adapter.stack_environment(config.hf_args).items():  # before anything imports torch
         os.environ.setdefault(key, value)

@@ -23,6 +23,7 @@ from ..contract import (
 )
 from ..errors import ConfigError, LaunchFailed
 from ..launch.collectives import all_gather_objects, barrier, broadcast_from_main
+from .output_folder import writes_into
 from .record import describe, device_tags, run_name, start_tags, train_params
 from .result import TrainResult
 from .resume import checkpoint_to_resume, remember_run, run_to_resume
@@ -34,15 +35,11 @@ FLUSH_TIMEOUT = float(os.environ.get("BRIDGETOWER_FLUSH_TIMEOUT", "120"))
 def start_session(config, prepared):
     """Rank 0's run: new, resumed (`resume=true`) or the one `mlflow run` / a sweep created."""
     from ..tracking.context import context_tags
-    from ..tracking.dataset_inputs import log_dataset_inputs
     from ..tracking.session import RunSession
 
     resume_id = run_to_resume(config)
     tags = {**context_tags(), **start_tags(config, prepared)}
-    session = RunSession.start(config.experiment_name, run_name(config, prepared.device.kind), tags, resume_id)
-    remember_run(config.output_dir, session.run_id)
-    log_dataset_inputs(config, prepared.data)
-    return session
+    return RunSession.start(config.experiment_name, run_name(config, prepared.device.kind), tags, resume_id)
 
 
 def fit_and_record(config, prepared, ranks, tracked: bool = True) -> TrainResult:
@@ -68,6 +65,12 @@ def _fit(config, prepared, ranks, session) -> TrainResult:
     from .observe import Observation
     from .trainer import build_trainer
 
+    if session:
+        from ..tracking.dataset_inputs import log_dataset_inputs
+
+        with writes_into(config.output_dir):
+            remember_run(config.output_dir, session.run_id)
+        log_dataset_inputs(config, prepared.data)
     run_id = broadcast_from_main(session.run_id if session else os.environ.get("MLFLOW_RUN_ID"), ranks)
     prepared.args.output_dir = str(Path(config.output_dir) / (run_id or "run"))
     trainer, throughput = build_trainer(config, prepared, session.buffer if session else NullSink())
@@ -79,7 +82,8 @@ def _fit(config, prepared, ranks, session) -> TrainResult:
     if checkpoint:
         log.info("resuming run %s from its last checkpoint in %s", run_id, prepared.args.output_dir)
     try:
-        output = trainer.train(resume_from_checkpoint=checkpoint)
+        with writes_into(config.output_dir):
+            output = trainer.train(resume_from_checkpoint=checkpoint)
     finally:
         observation.stop()
     if session and config.resume:
@@ -127,7 +131,10 @@ def _record(config, prepared, session, trainer, metrics, advice: str) -> str | N
         session.set_tags({THROUGHPUT_NOTE_TAG: f"no steady-state throughput: the run (resumed) had no step left "
                                                f"after the {config.throughput_warmup_steps} warmup steps"})
     session.set_description(describe(config, prepared, metrics, bound, advice))
-    return publish_model(config, prepared, session, trainer, metrics) if config.log_model else None
+    if not config.log_model:
+        return None
+    with writes_into(config.output_dir):
+        return publish_model(config, prepared, session, trainer, metrics)
 
 
 def launch_tracked(config, adapter, device) -> TrainResult:
