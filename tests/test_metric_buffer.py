@@ -116,3 +116,36 @@ def test_persist_puts_everything_queued_on_disk_and_a_new_buffer_sends_it(sqlite
     resumed.log_metric("loss", 25.0, 25)
     assert resumed.close(timeout=30) == 0
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(26)]
+
+
+class SlowSend:
+    """A real client whose first log_batch hangs until released (a send stuck in MLflow's retries)."""
+
+    def __init__(self, client):
+        import threading
+
+        self.client, self.entered, self.release = client, threading.Event(), threading.Event()
+
+    def log_batch(self, *args, **kwargs):
+        if not self.release.is_set():
+            self.entered.set()
+            self.release.wait(30)
+        return self.client.log_batch(*args, **kwargs)
+
+
+def test_a_checkpoint_during_a_hung_send_loses_nothing(sqlite_uri, tmp_path):
+    # persist() moves every queued record to disk, the in-flight batch included; when that send finally
+    # succeeds, its acknowledgement must not drop the newer records now at the head of the queue
+    client = MlflowClient(sqlite_uri)
+    run_id = client.create_run(client.create_experiment("e")).info.run_id
+    slow = SlowSend(client)
+    buffer = MetricBuffer(slow, run_id, tmp_path / "spill.jsonl", flush_interval=0.05, batch_size=10)
+    for step in range(10):
+        buffer.log_metric("loss", float(step), step)
+    assert slow.entered.wait(10)
+    buffer.persist()  # a checkpoint save while the first batch is in flight
+    for step in range(10, 30):
+        buffer.log_metric("loss", float(step), step)
+    slow.release.set()
+    assert buffer.close(timeout=60) == 0
+    assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(30)]

@@ -106,10 +106,12 @@ class MetricBuffer:
     def _acknowledge(self, batch: list, origin: str, position: int) -> None:
         self.sent += sum(1 for record in batch if record[0] == "metric")
         with self._lock:
-            if self._closing.is_set() and origin == "memory" and self._queue and self._queue[0] is not batch[0]:
-                return  # close() already spilled this batch; re-sending it later is harmless
             if origin == "memory":
-                for _ in range(len(batch)):
+                # persist() or an overflow may have moved (part of) this batch to the spill file while it
+                # was in flight: drop only what is still at the head; the spilled copy re-sends harmlessly
+                for record in batch:
+                    if not self._queue or self._queue[0] is not record:
+                        break
                     self._queue.popleft()
                 return
             self._spilled -= len(batch)
