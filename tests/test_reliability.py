@@ -1,5 +1,6 @@
 """Against real processes, under MLflow's default retries and timeouts: a tracking-server outage
-mid-training, and SIGKILL at five points of one run, each resumed."""
+mid-training, a server gone for good (upload-spill), a spill replayed by the next run, and SIGKILL at
+five points of one run, each resumed."""
 
 import os
 import signal
@@ -88,6 +89,67 @@ def test_server_outage_mid_training_loses_nothing(cache_dir, tmp_path, monkeypat
         print(f"outage: {up - down:.1f} s, {len(during)} steps logged during it")
     finally:
         server.stop()
+
+
+def _spilled_steps(spill, key):
+    from bridgetower_mlflow.tracking.spill_format import from_line
+
+    if not spill.exists():
+        return []
+    records = [from_line(line)[1] for line in spill.read_text().splitlines() if line.strip()]
+    return [r[4] for r in records if r[0] == "metric" and r[1] == key]
+
+
+def test_spills_of_a_killed_run_and_of_a_server_gone_for_good_are_recorded(cache_dir, tmp_path, monkeypatch):
+    db = f"sqlite:///{tmp_path / 'gone.db'}"
+    server = MlflowServer(db, tmp_path / "artifacts").start()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
+    client, spills = MlflowClient(server.url), cache_dir / "spill"
+    base = ["--logging-steps", "1", "--per-device-train-batch-size", "8", "--dataloader-num-workers", "0",
+            "--log-model", "false", "--output-dir", str(tmp_path / "out"), "--save-steps", "10"]
+    # 1. killed while the server is away: what its checkpoint covered waits on disk for the next run here
+    dead = _train([*base, "--max-steps", "400", "--run-name", "dead"], tmp_path / "dead.log", start_new_session=True)
+    dead_id = _wait_for(lambda: _one_run(client))
+    _wait_for(lambda: len(_steps(client, dead_id, "loss")) >= 3)
+    server.stop()
+    out = tmp_path / "out" / dead_id
+
+    def checkpoint_on_disk():  # a checkpoint after the outage began: its persist() put its steps on disk
+        spilled = _spilled_steps(spills / f"{dead_id}.spill.jsonl", "loss")
+        return max((s for s in spilled if s % 10 == 0 and _checkpointed(out, s)), default=None)
+
+    covered = _wait_for(lambda: checkpoint_on_disk() or dead.poll() is not None)
+    assert dead.poll() is None, (tmp_path / "dead.log").read_text()[-2000:]
+    os.killpg(dead.pid, signal.SIGKILL)
+    dead.wait()
+    server.start()
+    # 2. the next run replays it at its start, then loses its server for good
+    steps = 80
+    gone = _train([*base, "--max-steps", str(steps), "--run-name", "gone"], tmp_path / "gone.log",
+                  env_extra={"BRIDGETOWER_FLUSH_TIMEOUT": "10"})
+    gone_id = _wait_for(lambda: [r.info.run_id for r in client.search_runs(["0"], "attributes.run_name = 'gone'")])[0]
+    assert set(range(1, covered + 1)) <= set(_steps(client, dead_id, "loss"))  # replayed before the new run logged
+    assert sorted(set(_steps(client, dead_id, "loss"))) == _steps(client, dead_id, "loss")  # each step once
+    _wait_for(lambda: len(_steps(client, gone_id, "loss")) >= 2)
+    server.stop()
+    out, _ = gone.communicate(timeout=900)
+    error = (tmp_path / "gone.log").read_text().strip().splitlines()[-1]
+    assert gone.returncode == 2 and error.startswith("error: tracking: the run trained, but "), error
+    assert "(not recorded yet: tracking server away)" in out
+    spill = error.rsplit(" ", 1)[-1]
+    assert spill == str(spills / f"{gone_id}.spill.jsonl")
+    # 3. the server is back (hours later, say): upload-spill records the run as it ended
+    server.start()
+    upload = subprocess.run([str(BIN / "bridgetower-mlflow"), "upload-spill", spill], capture_output=True, text=True,
+                            timeout=300, env={**os.environ})
+    assert upload.returncode == 0 and f"to 1 run(s): {gone_id}" in upload.stdout, upload.stderr[-2000:]
+    run = client.get_run(gone_id)
+    assert run.info.status == "FINISHED" and run.data.tags["input_bound"] in ("no", "moderate", "high")
+    assert run.data.tags["mlflow.note.content"].startswith("**cpu**") and "eval_loss" in run.data.metrics
+    for key in STEP_KEYS:
+        assert _steps(client, gone_id, key) == list(range(1, steps + 1)), key
+    assert no_running_runs(db) == [dead_id]  # the killed one stays RUNNING until it is resumed
+    server.stop()
 
 
 def _checkpointed(folder, step):

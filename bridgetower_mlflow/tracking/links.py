@@ -26,15 +26,17 @@ def print_run_summary(result) -> None:
         return
     from mlflow.tracking import MlflowClient
 
-    run = MlflowClient().get_run(result.run_id)
-    metrics = result.metrics or run.data.metrics
-    url, hint = runs_view_url(run.info.experiment_id, result.run_id)
-    click.echo(f"run {result.run_id} ({run.info.status}): "
+    if result.spill_left:  # the server is away: asking it would only add minutes of retries
+        status, experiment_id, metrics = "not recorded yet: tracking server away", None, result.metrics
+    else:
+        run = MlflowClient().get_run(result.run_id)
+        status, experiment_id, metrics = run.info.status, run.info.experiment_id, result.metrics or run.data.metrics
+    click.echo(f"run {result.run_id} ({status}): "
                f"{metrics.get('train_samples_per_second', float('nan')):.1f} samples/s, "
                f"dataloader wait {metrics.get('dataloader_wait_fraction', float('nan')):.1%}, "
                f"eval_recall_at_1 {metrics.get('eval_recall_at_1', float('nan')):.3f}")
     if result.model_version:
         click.echo(f"registered version {result.model_version}")
-    if result.spill_left:
-        click.echo(f"warning: {result.spill_left} metrics wait in the spill file (see the log above)", err=True)
-    click.echo(f"open it: {url}" + (f"  (first run: {hint})" if hint else ""))
+    if experiment_id is not None:
+        url, hint = runs_view_url(experiment_id, result.run_id)
+        click.echo(f"open it: {url}" + (f"  (first run: {hint})" if hint else ""))

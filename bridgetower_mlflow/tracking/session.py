@@ -144,9 +144,6 @@ class RunSession:
             except Exception:  # noqa: BLE001 - the server is away; the spill file holds the status
                 pass
         self._spill_lock.close()
-        if left:
-            log.warning("%d records (metrics, tags, the end status) could not reach the tracking server; "
-                        "upload them later with:\n  bridgetower-mlflow upload-spill %s", left, self.buffer.spill_path)
         return left
 
 

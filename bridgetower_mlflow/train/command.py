@@ -6,6 +6,7 @@ import click
 
 from ..cli_support import CONTEXT, dual_option, reports_errors, setup_logging
 from ..config import SCHEMA, build_train_config
+from ..errors import TrackingError
 
 
 def train_options(command):
@@ -31,3 +32,7 @@ def train_command(**options):
     result = train(config)
     if not was_self_launched():  # the launcher prints for its ranks
         print_run_summary(result)
+    if result.spill_left:
+        raise TrackingError(f"tracking: the run trained, but {result.spill_left} records (metrics, tags, its end "
+                            f"status) could not reach the tracking server; record them with: bridgetower-mlflow "
+                            f"upload-spill {result.spill_file}")

@@ -1,4 +1,4 @@
-"""What `train` returns: the run, its final metrics, the registered version, metrics left in a spill file."""
+"""What `train` returns: the run, its final metrics, the registered version, records left in a spill file."""
 
 from __future__ import annotations
 
@@ -11,3 +11,4 @@ class TrainResult:
     metrics: dict = field(default_factory=dict)
     model_version: str | None = None
     spill_left: int = 0
+    spill_file: str | None = None  # where they wait for `upload-spill`

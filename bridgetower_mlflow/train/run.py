@@ -102,7 +102,7 @@ def _fit(config, prepared, ranks, session) -> TrainResult:
     version = _record(config, prepared, session, trainer, metrics, tags[ADVICE_TAG])
     barrier(ranks)
     left = session.finish("FINISHED", FLUSH_TIMEOUT)
-    return TrainResult(session.run_id, metrics, version, left)
+    return TrainResult(session.run_id, metrics, version, left, str(session.buffer.spill_path) if left else None)
 
 
 def _measured(prepared, throughput, output, ranks) -> dict:
