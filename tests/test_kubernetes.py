@@ -60,7 +60,7 @@ def render(cluster: str, entry: str = "train", parameters: dict | None = None) -
     config = _parse_kubernetes_config(json.loads((DEPLOY / f"backend-config-{cluster}.json").read_text()))
     project = load_project(str(DEPLOY))
     accel = "gaudi2" if cluster == "gaudi" else "h100"
-    command = get_entry_point_command(project, entry, {"accel": accel, **(parameters or {})}, str(DEPLOY))
+    command = get_entry_point_command(project, entry, {"accel": accel, **(parameters or {})}, None)  # as -b kubernetes
     env = get_run_env_vars(run_id="0" * 32, experiment_id="7")
     return kubernetes_backend._get_kubernetes_job_definition(  # MLflow mutates its template: give it a copy
         project.name, config["repository-uri"] + ":abc1234", DIGEST, kubernetes_backend._get_run_command(command),

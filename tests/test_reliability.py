@@ -10,11 +10,15 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import BIN, MlflowServer, no_running_runs
+from conftest import BIN, REPO, MlflowServer, no_running_runs
 
 pytestmark = pytest.mark.slow
 STEP_KEYS = ("loss", "step_samples_per_second", "step_dataloader_wait_fraction")
 INTERVAL_S = 2.0  # the monitor's sampling interval (MLflow's own variable sets it)
+STEP_S = 0.5  # paced steps: on an idle machine the tiny preset would end a run inside one 5 s shipment
+PACED = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "tests" / "fakes" / "slow_device"),
+                                                     os.environ.get("PYTHONPATH")])),
+         "BRIDGETOWER_TEST_STEP_S": str(STEP_S)}
 
 
 def _train(args, log_path=None, env_extra=None, **popen):
@@ -52,10 +56,10 @@ def test_server_outage_mid_training_loses_nothing(cache_dir, tmp_path, monkeypat
     server = MlflowServer(f"sqlite:///{tmp_path / 'outage.db'}", tmp_path / "artifacts").start()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
     client = MlflowClient(server.url)
-    steps = 80
+    steps = 100
     proc = _train(["--max-steps", str(steps), "--logging-steps", "1", "--per-device-train-batch-size", "8",
                    "--dataloader-num-workers", "0", "--log-model", "false"],
-                  env_extra={"BRIDGETOWER_FLUSH_TIMEOUT": "240"})
+                  env_extra={"BRIDGETOWER_FLUSH_TIMEOUT": "240", **PACED})
     try:
         run_id = _wait_for(lambda: _one_run(client))
         _wait_for(lambda: len(_steps(client, run_id, "loss")) >= 3)
@@ -156,6 +160,10 @@ def _checkpointed(folder, step):
     return (folder / f"checkpoint-{step}" / "trainer_state.json").exists()
 
 
+def _latest_checkpoint(folder):
+    return max((int(p.parent.name.split("-")[1]) for p in folder.glob("checkpoint-*/trainer_state.json")), default=0)
+
+
 def test_sigkill_at_five_points_then_resume_logs_every_step_once(cache_dir, sqlite_uri, tmp_path):
     client = MlflowClient(sqlite_uri)
     steps, out = 60, tmp_path / "out"
@@ -169,23 +177,34 @@ def test_sigkill_at_five_points_then_resume_logs_every_step_once(cache_dir, sqli
         folder["path"] = out / run_id if run_id else None
         return run_id
 
+    def shipped_mid_window(log, before):  # a periodic shipment of this attempt landed past its last checkpoint
+        landed = max(_steps(client, run_id, "loss"), default=0) > max(before, _latest_checkpoint(folder["path"]))
+        return landed and time.sleep(1) is None  # 1 s into the 5 s window: the steps since wait in memory
+
+    def saved_its_own_checkpoint(log, before):
+        resumed = _resume_step(log)
+        return resumed is not None and _checkpointed(folder["path"], int(resumed) + 10)
+
     kill_points = [  # (what, when): each attempt is killed when its condition holds
-        ("right after the checkpoint at step 10", lambda log: _checkpointed(folder["path"], 10)),
-        ("between two shipments", lambda log: len(_steps(client, run_id, "loss")) >= 16 and time.sleep(2) is None),
-        ("during training, past the checkpoint at step 30", lambda log: _checkpointed(folder["path"], 30)),
-        ("during evaluation", lambda log: "evaluating on" in log.read_text()),
-        ("while the model is logged", lambda log: (folder["path"] / "final-model").exists()),
+        ("right after the checkpoint at step 10", lambda log, before: _checkpointed(folder["path"], 10)),
+        ("between two shipments", shipped_mid_window),
+        ("during training, past a checkpoint the attempt saved", saved_its_own_checkpoint),
+        ("during evaluation", lambda log, before: "evaluating on" in log.read_text()),
+        ("while the model is logged", lambda log, before: (folder["path"] / "final-model").exists()),
     ]
-    resumed_from = []
+    resumed_from, run_id = [], None
     for attempt, (what, condition) in enumerate(kill_points):
-        proc = _train([*args, *(["--resume", "true"] if attempt else [])], logs[attempt], start_new_session=True)
+        before = max(_steps(client, run_id, "loss"), default=0) if run_id else 0
+        proc = _train([*args, *(["--resume", "true"] if attempt else [])], logs[attempt], start_new_session=True,
+                      env_extra=PACED)
         run_id = _wait_for(run_folder)
-        _wait_for(lambda c=condition, log=logs[attempt], p=proc: c(log) or p.poll() is not None, interval=0.05)
+        _wait_for(lambda c=condition, log=logs[attempt], p=proc, b=before: c(log, b) or p.poll() is not None,
+                  interval=0.05)
         assert proc.poll() is None, f"attempt {attempt} ended before '{what}': {logs[attempt].read_text()[-2000:]}"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         resumed_from.append(_resume_step(logs[attempt]))
-    final = _train([*args, "--resume", "true"], logs[5])
+    final = _train([*args, "--resume", "true"], logs[5], env_extra=PACED)
     assert final.wait(timeout=900) == 0, logs[5].read_text()[-3000:]
     resumed_from.append(_resume_step(logs[5]))
     assert _one_run(client) == run_id
