@@ -1,5 +1,6 @@
 """Repeats (n, min-max, olympic average), noise marking and efficiency columns/panels: pure, on records."""
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -95,3 +96,20 @@ def test_headline_pairs_every_gaudi_with_every_gpu_even_without_a_shared_setting
     assert unmatched.matched_setting is None and unmatched.matched_speedup is None
     assert unmatched.best_speedup == pytest.approx(800 / 700)
     assert pairs[("gaudi3", "h200")].best_gaudi.setting.label == "w2 decode=device"
+
+
+def test_a_speedup_panel_with_one_accelerator_says_why_it_is_empty(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    texts, savefig = {}, Figure.savefig
+
+    def recording_savefig(figure, path, *args, **kwargs):
+        texts[Path(path).name] = [[t.get_text() for t in axis.texts] for axis in figure.axes]
+        return savefig(figure, path, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", recording_savefig)
+    runs = _records("cpu", [90, 95], devices=1) + [_record("cpu", 70, "cpu-w1", workers=1, devices=1)]
+    write_charts(Comparison(build_sections(runs, None), None, (), 3, {}, []), tmp_path)
+    accelerator_panel, settings_panel = texts["speedups.png"]
+    assert any("only cpu measured" in text for text in accelerator_panel), accelerator_panel
+    assert not any("measured in this configuration" in text for text in settings_panel)

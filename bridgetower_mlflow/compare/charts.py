@@ -78,6 +78,9 @@ def _draw_accelerator_speedups(axis, section: ConfigSection) -> None:
     axis.set_ylabel(f"speedup over {base or 'baseline (absent)'}")
     title = "accelerators: " + _section_title(section) if others else "only one accelerator here"
     axis.set_title(_wrapped(title, 80), fontsize=9)
+    if not others:  # say so inside the panel too: an empty frame reads as a broken chart
+        axis.text(0.5, 0.5, f"only {base or 'one accelerator'} measured in this configuration:\n"
+                  "no accelerator speedup to draw", ha="center", va="center", fontsize=8, transform=axis.transAxes)
 
 
 def _draw_setting_speedups(axis, section: ConfigSection) -> None:
