@@ -112,6 +112,8 @@ def test_persist_puts_everything_queued_on_disk_and_a_new_buffer_sends_it(sqlite
         killed.log_metric("loss", float(step), step)
     killed.persist()
     assert len(spill.read_text().splitlines()) == 25  # on disk now; the process may die
+    killed.close(timeout=0)  # stands in for the kill: its sender stops, the file stays as persist left it
+    assert len(spill.read_text().splitlines()) == 25
     resumed = MetricBuffer(client, run_id, spill, flush_interval=0.05)  # same run, same spill file
     resumed.log_metric("loss", 25.0, 25)
     assert resumed.close(timeout=30) == 0
@@ -149,3 +151,19 @@ def test_a_checkpoint_during_a_hung_send_loses_nothing(sqlite_uri, tmp_path):
     slow.release.set()
     assert buffer.close(timeout=60) == 0
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(30)]
+
+
+def test_a_spill_file_removed_mid_run_does_not_stop_the_sender(sqlite_uri, tmp_path, caplog):
+    client = MlflowClient(sqlite_uri)
+    run_id = client.create_run(client.create_experiment("e")).info.run_id
+    spill = tmp_path / "spill.jsonl"
+    buffer = MetricBuffer(client, run_id, spill, flush_interval=60)  # the sender waits until close flushes
+    for step in range(5):
+        buffer.log_metric("loss", float(step), step)
+    buffer.persist()
+    spill.unlink()  # someone cleans the cache folder while the run goes on
+    for step in range(5, 10):
+        buffer.log_metric("loss", float(step), step)
+    assert buffer.close(timeout=30) == 0  # what was logged after still arrives
+    assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(5, 10)]
+    assert f"{spill} was removed while the run was going: 5 records it held are lost" in caplog.text

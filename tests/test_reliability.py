@@ -56,10 +56,12 @@ def test_server_outage_mid_training_loses_nothing(cache_dir, tmp_path, monkeypat
     server = MlflowServer(f"sqlite:///{tmp_path / 'outage.db'}", tmp_path / "artifacts").start()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
     client = MlflowClient(server.url)
-    steps = 100
+    steps, hold = 100, tmp_path / "hold"
+    hold.touch()  # step 90 lasts until the server is back, however long it takes to start again
     proc = _train(["--max-steps", str(steps), "--logging-steps", "1", "--per-device-train-batch-size", "8",
                    "--dataloader-num-workers", "0", "--log-model", "false"],
-                  env_extra={"BRIDGETOWER_FLUSH_TIMEOUT": "240", **PACED})
+                  env_extra={"BRIDGETOWER_FLUSH_TIMEOUT": "240", **PACED,
+                             "BRIDGETOWER_TEST_HOLD_FILE": str(hold), "BRIDGETOWER_TEST_HOLD_AT": "90"})
     try:
         run_id = _wait_for(lambda: _one_run(client))
         _wait_for(lambda: len(_steps(client, run_id, "loss")) >= 3)
@@ -69,6 +71,8 @@ def test_server_outage_mid_training_loses_nothing(cache_dir, tmp_path, monkeypat
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         server.start()
         up = time.time()
+        time.sleep(2 * INTERVAL_S)  # the monitor samples after the server is back
+        hold.unlink()
         out, err = proc.communicate(timeout=900)
         assert proc.returncode == 0, err[-3000:]
     finally:
@@ -130,11 +134,11 @@ def test_spills_of_a_killed_run_and_of_a_server_gone_for_good_are_recorded(cache
     # 2. the next run replays it at its start, then loses its server for good
     steps = 80
     gone = _train([*base, "--max-steps", str(steps), "--run-name", "gone"], tmp_path / "gone.log",
-                  env_extra={"BRIDGETOWER_FLUSH_TIMEOUT": "10"})
+                  env_extra={"BRIDGETOWER_FLUSH_TIMEOUT": "10", **PACED})  # still training when the server goes
     gone_id = _wait_for(lambda: [r.info.run_id for r in client.search_runs(["0"], "attributes.run_name = 'gone'")])[0]
+    _wait_for(lambda: len(_steps(client, gone_id, "loss")) >= 2)  # its run is created before the replay, logs after
     assert set(range(1, covered + 1)) <= set(_steps(client, dead_id, "loss"))  # replayed before the new run logged
     assert sorted(set(_steps(client, dead_id, "loss"))) == _steps(client, dead_id, "loss")  # each step once
-    _wait_for(lambda: len(_steps(client, gone_id, "loss")) >= 2)
     server.stop()
     out, _ = gone.communicate(timeout=900)
     error = (tmp_path / "gone.log").read_text().strip().splitlines()[-1]

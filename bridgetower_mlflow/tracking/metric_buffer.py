@@ -90,6 +90,10 @@ class MetricBuffer:
     def _next_batch(self) -> tuple[list, str, int]:
         """Spilled (older) records go first so histories, tags and the status arrive in order."""
         with self._lock:
+            if self._spilled and not self.spill_path.exists():  # a dead sender would strand all later records
+                log.warning("%s was removed while the run was going: %d records it held are lost",
+                            self.spill_path, self._spilled)
+                self._spilled = self._read_pos = 0
             if self._spilled:
                 rows = []
                 with open(self.spill_path, encoding="utf-8") as handle:
