@@ -1,5 +1,6 @@
 """MetricBuffer against a real sqlite store: batches, outages, spill files, tags and status, upload-spill."""
 
+import pytest
 from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.tracking.metric_buffer import MetricBuffer
@@ -153,7 +154,9 @@ def test_a_checkpoint_during_a_hung_send_loses_nothing(sqlite_uri, tmp_path):
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(30)]
 
 
-def test_a_spill_file_removed_mid_run_does_not_stop_the_sender(sqlite_uri, tmp_path, caplog):
+
+@pytest.mark.parametrize("spilled_again", [False, True], ids=["then-sent", "then-spilled-again"])
+def test_a_spill_file_removed_mid_run_does_not_stop_the_sender(sqlite_uri, tmp_path, caplog, spilled_again):
     client = MlflowClient(sqlite_uri)
     run_id = client.create_run(client.create_experiment("e")).info.run_id
     spill = tmp_path / "spill.jsonl"
@@ -164,6 +167,8 @@ def test_a_spill_file_removed_mid_run_does_not_stop_the_sender(sqlite_uri, tmp_p
     spill.unlink()  # someone cleans the cache folder while the run goes on
     for step in range(5, 10):
         buffer.log_metric("loss", float(step), step)
+    if spilled_again:
+        buffer.persist()  # the next checkpoint starts a new file before the sender has looked
     assert buffer.close(timeout=30) == 0  # what was logged after still arrives
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(5, 10)]
     assert f"{spill} was removed while the run was going: 5 records it held are lost" in caplog.text

@@ -78,6 +78,7 @@ class MetricBuffer:
         """Move the oldest `count` queued records to the spill file (caller holds the lock)."""
         if count <= 0 or not self._queue:
             return
+        self._forget_a_removed_spill_locked()
         self.spill_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.spill_path, "a", encoding="utf-8") as handle:
             for _ in range(min(count, len(self._queue))):
@@ -87,13 +88,17 @@ class MetricBuffer:
                 handle.flush()
                 os.fsync(handle.fileno())
 
+    def _forget_a_removed_spill_locked(self) -> None:
+        """A spill file deleted mid-run (by hand): its records are gone; count from an empty file again."""
+        if self._spilled and not self.spill_path.exists():  # else the sender dies or reads a new file at an old offset
+            log.warning("%s was removed while the run was going: %d records it held are lost",
+                        self.spill_path, self._spilled)
+            self._spilled = self._read_pos = 0
+
     def _next_batch(self) -> tuple[list, str, int]:
         """Spilled (older) records go first so histories, tags and the status arrive in order."""
         with self._lock:
-            if self._spilled and not self.spill_path.exists():  # a dead sender would strand all later records
-                log.warning("%s was removed while the run was going: %d records it held are lost",
-                            self.spill_path, self._spilled)
-                self._spilled = self._read_pos = 0
+            self._forget_a_removed_spill_locked()
             if self._spilled:
                 rows = []
                 with open(self.spill_path, encoding="utf-8") as handle:
