@@ -183,7 +183,7 @@ class TrainConfig:
     save_steps: int = option(0, whole(0), "steps between checkpoints (needed for resume), 0 for none")
     register_as: str = option("", register_name, "registered model name; empty: do not register")
     log_model: bool = option(True, parse_bool, "log the fine-tuned model")
-    resume: bool = option(False, parse_bool, "continue the last run in output_dir from its last checkpoint")
+    resume: bool = option(False, parse_bool, "continue the last run in output_dir from its last complete checkpoint")
     output_dir: str = option("outputs", lambda name, value: str(value), "folder for checkpoints and the model")
     experiment_name: str = option("", text, "MLflow experiment (mlflow run sets its own)", project=False)
     run_name: str = option("", text, "MLflow run name (default: derived from the settings)", project=False)

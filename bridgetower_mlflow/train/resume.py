@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
 from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 
 def remember_run(output_dir: str, run_id: str) -> None:
@@ -32,10 +35,27 @@ def run_to_resume(config) -> str | None:
     return run_id
 
 
-def checkpoint_to_resume(config, output_dir: str):
-    """Trainer's resume_from_checkpoint: True (its latest checkpoint) on a resume, else None."""
+def checkpoint_to_resume(config, output_dir: str) -> str | None:
+    """Trainer's resume_from_checkpoint: the latest complete checkpoint on a resume, else None.
+
+    Not Trainer's own pick (`True`): it takes the highest-numbered folder, even one a SIGKILL left without
+    its trainer_state.json, which Trainer writes last."""
     if not config.resume:
         return None
-    if not any(Path(output_dir).glob("checkpoint-*")):
-        raise ConfigError("resume", "true", f"allowed only with a checkpoint in {output_dir} (train with save_steps>0)")
-    return True
+    found = sorted((p for p in Path(output_dir).glob("checkpoint-*") if p.name.split("-", 1)[1].isdigit()),
+                   key=lambda p: int(p.name.split("-", 1)[1]), reverse=True)
+    complete = next((p for p in found if _has_state(p)), None)
+    if complete is None:
+        raise ConfigError("resume", "true", f"allowed only with a complete checkpoint in {output_dir} "
+                          "(train with save_steps>0)")
+    cut_short = [p.name for p in found[:found.index(complete)]]
+    if cut_short:
+        log.warning("%s incomplete (a save cut short); resuming from %s", ", ".join(cut_short), complete.name)
+    return str(complete)
+
+
+def _has_state(checkpoint: Path) -> bool:
+    try:
+        return "global_step" in json.loads((checkpoint / "trainer_state.json").read_text())
+    except (OSError, ValueError):
+        return False

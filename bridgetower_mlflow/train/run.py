@@ -80,7 +80,7 @@ def _fit(config, prepared, ranks, session) -> TrainResult:
     throughput.window = observation.window  # energy is read at the throughput window's two instants
     checkpoint = checkpoint_to_resume(config, prepared.args.output_dir)
     if checkpoint:
-        log.info("resuming run %s from its last checkpoint in %s", run_id, prepared.args.output_dir)
+        log.info("resuming run %s from %s", run_id, checkpoint)
     try:
         with writes_into(config.output_dir):
             output = trainer.train(resume_from_checkpoint=checkpoint)
