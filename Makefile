@@ -4,10 +4,15 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+# The Gaudi stack's Python, pinned as a Gaudi box has it (optimum-habana 1.21.2 -> transformers 4.55), on the
+# same CPU torch; only what needs silicon is faked (tests/fakes). It is also the floor of transformers>=4.55.
+GAUDI_VENV ?= .venv-gaudi
+GAUDI_BIN := $(GAUDI_VENV)/bin
+GAUDI_STAMP := $(GAUDI_VENV)/.installed
 TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 DEMO_EXPERIMENT ?= bridgetower-demo
 
-.PHONY: install install-test lint demo test test-fast ui clean
+.PHONY: install install-test install-gaudi lint demo test test-main test-gaudi test-fast ui clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +32,15 @@ $(TEST_STAMP): $(STAMP)
 	touch $@
 
 install-test: $(TEST_STAMP)
+
+$(GAUDI_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(GAUDI_VENV)
+	$(GAUDI_BIN)/python -m pip install -q --upgrade pip
+	$(GAUDI_BIN)/python -m pip install -q "torch==2.13.0"
+	$(GAUDI_BIN)/python -m pip install -q -e ".[gaudi,test]"
+	touch $@
+
+install-gaudi: $(GAUDI_STAMP)
 
 demo: install
 	$(BIN)/bridgetower-mlflow sample-data

@@ -14,7 +14,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bridgetower_mlflow.accelerators.gaudi import detect as gaudi_detect  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi import media_pipe as habana_media_pipe  # noqa: E402
 from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator, supported_strategies  # noqa: E402
 from bridgetower_mlflow.accelerators.gaudi.arguments import (  # noqa: E402
     NATIVE_PATH,
@@ -24,18 +23,15 @@ from bridgetower_mlflow.accelerators.gaudi.arguments import (  # noqa: E402
     mpirun_command,
     parse_lscpu,
 )
-from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError, DeviceDecodeUnavailable  # noqa: E402
+from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError  # noqa: E402
 
 from fakes import (  # noqa: E402
     BRIDGE,
     FakeGaudiTrainingArguments,
     install_habana,
     install_optimum_habana,
-    install_pyhlml,
 )
-from fakes.data import make_jpeg_dataset, pil_reference  # noqa: E402
-from fakes.mediapipe import install_mediapipe  # noqa: E402
-from fakes.requests import MEAN, STD, decode_request, device, settings  # noqa: E402
+from fakes.requests import device, settings  # noqa: E402
 
 COMMON = {"output_dir": "out", "per_device_train_batch_size": 48, "report_to": "none",
           "remove_unused_columns": False, "adam_epsilon": 1e-8, "use_cpu": True}
@@ -46,9 +42,6 @@ needs_hpu = pytest.mark.skipif(importlib.util.find_spec("habana_frameworks") is 
 @pytest.fixture(autouse=True)
 def no_hl_smi(monkeypatch):
     monkeypatch.setattr(gaudi_detect.shutil, "which", lambda name: None)
-    habana_media_pipe.media_pipe_classes.cache_clear()
-    yield
-    habana_media_pipe.media_pipe_classes.cache_clear()
 
 
 @pytest.mark.parametrize("name, label", [("GAUDI2", "gaudi2"), ("GAUDI3", "gaudi3"), (b"HL-225".decode(), "gaudi2"),
@@ -63,22 +56,6 @@ def test_absent_habana_is_one_clear_line():
         GaudiAccelerator("gaudi2").detect(1, 1)
     assert str(error.value).startswith(
         "accel: gaudi2 requested but no Gaudi device is present (habana_frameworks not importable); allowed here: cpu")
-
-
-def test_detect_through_hlml(monkeypatch):
-    install_habana(monkeypatch)
-    install_pyhlml(monkeypatch, name=b"HL-225", count=8)
-    info = GaudiAccelerator("gaudi").detect(8, 8)
-    assert (info.kind, info.device_name, info.count, info.memory_gb) == ("gaudi2", "HL-225", 8, 96.0)
-    assert info.extra_tags["gaudi.path"] == NATIVE_PATH and info.extra_tags["gaudi.detected_by"] == "hlml"
-
-
-def test_gaudi3_requested_on_gaudi2_names_both(monkeypatch):
-    install_habana(monkeypatch)
-    install_pyhlml(monkeypatch, name=b"HL-225")
-    with pytest.raises(AcceleratorUnavailable,
-                       match=r"gaudi3 requested but the detected device is 'HL-225' \(gaudi2\)"):
-        GaudiAccelerator("gaudi3").detect(1, 1)
 
 
 def test_detect_through_hl_smi_then_torch(monkeypatch):
@@ -237,49 +214,6 @@ def test_mpirun_line_matches_gaudi_spawn():
 def test_peak_memory_uses_the_hpu_module(monkeypatch):
     install_habana(monkeypatch)
     assert GaudiAccelerator("gaudi2").peak_memory_gb() == 3.0
-
-
-def _loader(dataset, kind="gaudi2", drop_last=True):
-    request = decode_request(dataset, num_workers=2, kind=kind, drop_last=drop_last)
-    return GaudiAccelerator(kind).device_decode_loader(request)
-
-
-def test_media_pipe_unavailable_reasons(monkeypatch, tmp_path):
-    with pytest.raises(DeviceDecodeUnavailable, match="habana_frameworks.mediapipe is not importable"):
-        _loader(make_jpeg_dataset(tmp_path))
-    install_mediapipe(monkeypatch)
-    with pytest.raises(DeviceDecodeUnavailable, match="row 0 of column 'image' has no readable local path"):
-        _loader(make_jpeg_dataset(tmp_path, in_memory=True))
-    with pytest.raises(DeviceDecodeUnavailable, match="JPEG only"):
-        _loader(make_jpeg_dataset(tmp_path, fmt="PNG"))
-    with pytest.raises(DeviceDecodeUnavailable, match="first-generation"):
-        _loader(make_jpeg_dataset(tmp_path), kind="gaudi")  # what detection found decides, not the call order
-
-
-def test_media_pipe_start_failure_is_reported(monkeypatch, tmp_path):
-    install_mediapipe(monkeypatch, fail_on_build=RuntimeError("synStatus 26 [Device not found]"))
-    with pytest.raises(DeviceDecodeUnavailable, match="failed to start: RuntimeError: synStatus 26"):
-        _loader(make_jpeg_dataset(tmp_path))
-
-
-def test_media_pipe_batches_mean_what_the_cpu_path_means(monkeypatch, tmp_path):
-    install_mediapipe(monkeypatch)
-    dataset = make_jpeg_dataset(tmp_path)
-    assert _loader(dataset).length == 2  # dataloader_drop_last: full batches only, as the CPU loader
-    device_loader = _loader(dataset, drop_last=False)
-    assert device_loader.name == "habana-mediapipe" and device_loader.length == 3
-    batches = list(device_loader.loader)
-    assert [b["pixel_values"].shape for b in batches] == [torch.Size([2, 3, 16, 16])] * 3  # last one padded
-    batch = batches[0]
-    assert batch["return_loss"] is True and batch["input_ids"].dtype == torch.long
-    row = int(batch["input_ids"][0, 0]) - 1
-    want = pil_reference(dataset[row]["image"]["path"], 16, MEAN, STD)
-    assert np.abs(batch["pixel_values"][0].numpy() - want).max() < 1e-4
-    assert batch["attention_mask"][0].tolist() == [1] * 6 + [0, 0]
-    epoch0 = [int(b["input_ids"][i, 0]) for b in batches for i in range(2)]
-    device_loader.loader.set_epoch(1)
-    epoch1 = [int(b["input_ids"][i, 0]) for b in device_loader.loader for i in range(2)]
-    assert epoch1 != epoch0 and set(epoch1) == set(epoch0) == {1, 2, 3, 4, 5}
 
 
 @pytest.mark.hpu

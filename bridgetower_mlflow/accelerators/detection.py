@@ -10,6 +10,7 @@ import sys
 from ..errors import AcceleratorUnavailable
 
 log = logging.getLogger(__name__)
+HABANA_TORCH = "habana_frameworks.torch"  # Habana's PyTorch bridge (mediapipe shares the namespace)
 BROKEN_MODULES: dict[str, str] = {}  # installed but failing at import: name -> why
 
 
@@ -63,7 +64,7 @@ def allowed_here() -> str:
             allowed.append("cuda")
     except ImportError:
         pass
-    if module_present("habana_frameworks"):
+    if module_present(HABANA_TORCH):
         allowed.append("gaudi")
     return ", ".join(allowed)
 

@@ -65,13 +65,18 @@ class ThroughputCallback(TrainerCallback):
             log.info("resumed at step %d", self.start_step)
         self.t_begin = time.perf_counter()
         self._last = (self.t_begin, self.start_step, 0.0)
+        if self.warmup_steps == 0:  # no step to leave out: the window opens now (on_step_end first sees step 1)
+            self._open_window(self.t_begin)
+
+    def _open_window(self, now: float) -> None:
+        self.t_warm, self.wait_warm = now, self._wait()
+        if self.window:
+            self.window.start()
 
     def on_step_end(self, args, state, control, **kwargs):
         now, step = time.perf_counter(), state.global_step
-        if step - self.start_step == self.warmup_steps:
-            self.t_warm, self.wait_warm = now, self._wait()
-            if self.window:
-                self.window.start()
+        if self.warmup_steps and step - self.start_step == self.warmup_steps:
+            self._open_window(now)
         if step % self.logging_steps == 0 and self._last is not None:
             t_prev, step_prev, wait_prev = self._last
             elapsed, wait = now - t_prev, self._wait()

@@ -42,7 +42,7 @@ class ResumingLoader:
             return 0
         self._resume_checked = True
         accumulation = max(1, self._trainer.args.gradient_accumulation_steps)
-        steps_per_epoch = max(self._length // accumulation, 1)
+        steps_per_epoch = max(-(-self._length // accumulation), 1)  # ceil, as both Trainers count an epoch
         return (self._trainer.state.global_step % steps_per_epoch) * accumulation
 
     def __iter__(self):

@@ -6,11 +6,13 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 from ...errors import AcceleratorUnavailable
-from ..detection import allowed_here, module_present, package_version
+from ..detection import HABANA_TORCH, allowed_here, module_present, package_version
 from .arguments import PATH_ENV, choose_gaudi_path
 
+DEV_DIR_ENV = "BRIDGETOWER_DEV_DIR"  # where Gaudi device nodes are looked for (default /dev; tests fake them)
 # Board names as HLML/hl-smi print them (HL-225 = Gaudi2; HL-325/328/338 = Gaudi3 OAM/PCIe/UBB)
 HL_BOARD = re.compile(r"hl-?(\d)(\d)\d")
 
@@ -40,6 +42,15 @@ def installed_gaudi_path() -> str:
                              os.environ.get(PATH_ENV, "").strip() or None)
 
 
+def gaudi_hardware_signs() -> str:
+    """What says Gaudi hardware is on this host without Habana's PyTorch: hl-smi, device nodes ('' if none)."""
+    dev = Path(os.environ.get(DEV_DIR_ENV) or "/dev")
+    signs = sorted(str(p) for pattern in ("accel*", "hl[0-9]*") for p in dev.glob(pattern))
+    if shutil.which("hl-smi"):
+        signs.insert(0, "hl-smi")
+    return ", ".join(signs[:3]) + (", ..." if len(signs) > 3 else "")
+
+
 def gaudi_label(device_name: str) -> str:
     """'GAUDI2' / 'HL-225' -> gaudi2; 'GAUDI3' / 'HL-325L' -> gaudi3; first generation -> gaudi."""
     name = device_name.lower()
@@ -60,9 +71,17 @@ def probe_gaudi(requested: str, in_process: bool = True) -> GaudiProbe:
     HLML and hl-smi open no device. PyTorch does (devices are process-exclusive): a launcher, which
     must leave every device to its ranks, asks it from a short-lived child process instead.
     """
-    if not module_present("habana_frameworks"):
+    if not module_present(HABANA_TORCH):
+        hardware = gaudi_hardware_signs()
+        if hardware:
+            raise AcceleratorUnavailable(
+                f"accel: {requested} requested and Gaudi hardware is here ({hardware}), but this Python environment "
+                f"cannot hold Habana's PyTorch ({HABANA_TORCH} not importable): an environment MLflow builds from "
+                "conda.yaml never can; allowed: run in Habana's container with "
+                f"`mlflow run . -e train -P accel={requested} --env-manager local`"
+            )
         raise AcceleratorUnavailable(
-            f"accel: {requested} requested but no Gaudi device is present (habana_frameworks not "
+            f"accel: {requested} requested but no Gaudi device is present ({HABANA_TORCH} not "
             f"importable); allowed here: {allowed_here()}"
         )
     errors = []
