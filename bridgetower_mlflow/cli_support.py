@@ -16,8 +16,10 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
 def mark_project_run_failed(message: str) -> None:
     """A run `mlflow run` created must not stay RUNNING when a command fails before its own session."""
+    from .launch.ranks import RankInfo  # the one reader of launcher variables (RANK, OMPI_*, PMI_*)
+
     run_id = os.environ.get("MLFLOW_RUN_ID")
-    if not run_id or os.environ.get("RANK", "0") != "0":
+    if not run_id or not RankInfo.from_env().is_main:
         return
     try:
         from mlflow.tracking import MlflowClient

@@ -80,9 +80,12 @@ def preset_config(name: str, vocab_size: int, max_seq_length: int):
 
 
 def _image_processor(image_size: int, mean=CLIP_MEAN, std=CLIP_STD):
-    from transformers.models.bridgetower import BridgeTowerImageProcessorPil
+    try:  # transformers 5.x: the PIL processor has its own name (the default one needs torchvision)
+        from transformers.models.bridgetower import BridgeTowerImageProcessorPil as processor_class
+    except ImportError:  # 4.55 (optimum-habana's line): the default processor is the PIL one
+        from transformers.models.bridgetower import BridgeTowerImageProcessor as processor_class
 
-    return BridgeTowerImageProcessorPil(size={"shortest_edge": image_size}, crop_size={"shortest_edge": image_size},
+    return processor_class(size={"shortest_edge": image_size}, crop_size={"shortest_edge": image_size},
                                         image_mean=list(mean), image_std=list(std))
 
 

@@ -65,3 +65,13 @@ def test_help_and_argument_errors_import_nothing_heavy():
              "print(sorted(m for m in ('torch', 'transformers', 'mlflow', 'datasets') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr[-2000:]
+
+
+def test_only_launch_ranks_reads_the_launcher_variables():
+    """RANK alone is wrong under mpirun (OMPI_COMM_WORLD_RANK) and Intel MPI (PMI_RANK): one reader knows them all."""
+    from bridgetower_mlflow.launch.ranks import LOCAL_RANK_KEYS, LOCAL_WORLD_KEYS, RANK_KEYS
+
+    keys = set(RANK_KEYS + LOCAL_RANK_KEYS + LOCAL_WORLD_KEYS) | {"WORLD_SIZE"}
+    readers = {str(path.relative_to(PACKAGE)) for path in SOURCES for node in ast.walk(ast.parse(path.read_text()))
+               if isinstance(node, ast.Constant) and node.value in keys}
+    assert readers == {"launch/ranks.py"}

@@ -21,6 +21,7 @@ def cache_dir() -> Path:
 
 def count_training_flops(model_config, image_size: int, seq_len: int, batch: int = 1) -> float:
     """FLOPs of forward + backward (loss included) for `batch` samples of this configuration."""
+    import contextlib
     import copy
     from unittest import mock
 
@@ -36,9 +37,12 @@ def count_training_flops(model_config, image_size: int, seq_len: int, batch: int
         pixels = torch.empty(batch, 3, image_size, image_size)
         ids = torch.zeros(batch, seq_len, dtype=torch.long)
         mask = torch.ones(batch, seq_len, dtype=torch.long)
-    # Meta tensors hold no values, so the mask helper's shortcut (skip the mask when it is all ones)
-    # cannot look; padded captions, what training sees, take the materialized-mask path anyway.
-    skip_check = mock.patch.object(masking, "_ignore_bidirectional_mask_sdpa", lambda *a, **k: False)
+    # Meta tensors hold no values, so 5.x's mask helper shortcut (skip the mask when it is all ones)
+    # cannot look; padded captions, what training sees, take the materialized-mask path anyway. 4.55 builds
+    # BridgeTower's masks with get_extended_attention_mask, which never looks at the values.
+    shortcut = "_ignore_bidirectional_mask_sdpa"
+    skip_check = (mock.patch.object(masking, shortcut, lambda *a, **k: False) if hasattr(masking, shortcut)
+                  else contextlib.nullcontext())
     with skip_check, FlopCounterMode(display=False) as counter:
         model(pixel_values=pixels, input_ids=ids, attention_mask=mask, return_loss=True).loss.backward()
     return float(counter.get_total_flops())

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 
@@ -22,7 +23,7 @@ class Observation:
         self.prepared, self.whole_job = prepared, ranks.world_size == ranks.local_world_size
         self.monitor = self.window = None
         if session is not None:
-            self.monitor = _start_monitor(prepared, session)
+            self.monitor = _start_monitor(prepared, session, ranks)
             self._start_window()
 
     def _start_window(self) -> None:
@@ -49,13 +50,17 @@ class Observation:
         return {**flops, **energy}, {**flops_tags, **energy_tags, ADVICE_TAG: advice(facts)}
 
 
-def _start_monitor(prepared, session):
+def _start_monitor(prepared, session, ranks):
+    """The monitor of this host's share of the job: its devices only, not every device the host has."""
+    from ..accelerators.registry import family
     from ..telemetry.monitor import SystemMonitor
     from ..telemetry.samplers.host_cpu import HostCpuSampler
     from ..telemetry.samplers.mlflow_collectors import mlflow_collectors
 
     try:
-        samplers = [HostCpuSampler(), *mlflow_collectors(), *prepared.adapter.device_samplers(prepared.device)]
+        here = dataclasses.replace(prepared.device, count=ranks.devices_here(prepared.device.count))
+        gpus = here.count if family(here.kind) == "cuda" else 0
+        samplers = [HostCpuSampler(), *mlflow_collectors(gpus), *prepared.adapter.device_samplers(here)]
         return SystemMonitor(session.buffer, samplers, SAMPLING_INTERVAL, session.last_steps).start()
     except Exception as exc:  # noqa: BLE001 - telemetry fails soft
         log.warning("system metrics disabled: %s", exc)

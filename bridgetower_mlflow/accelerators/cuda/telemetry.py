@@ -1,58 +1,19 @@
 """NVIDIA telemetry MLflow's own GPU monitor lacks: clocks, temperature, memory-bus use, the energy counter.
 
-NVML numbers GPUs in PCI order and ignores CUDA_VISIBLE_DEVICES; CUDA numbers them in its own order
-(FASTEST_FIRST unless CUDA_DEVICE_ORDER=PCI_BUS_ID) and takes UUIDs or MIG ids there. Each CUDA
-device this process sees is found in NVML by its UUID; metrics are named by NVML index, as
-MLflow's GPU metrics are. Every NVML call fails on its own (MIG and vGPU refuse some).
+The GPUs are the job's (job_devices: CUDA_VISIBLE_DEVICES over NVML's PCI order), named by NVML
+index as the project's MLflow GPU metrics are. Every NVML call fails on its own (MIG and vGPU refuse some).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import subprocess
 
 from ..base import DeviceSampler
+from ..job_devices import job_nvml_handles
 
 log = logging.getLogger(__name__)
-
-
-def _uuid_handle(nvml, uuid: str):
-    candidates = [uuid] if uuid.startswith(("GPU-", "MIG-")) else [f"GPU-{uuid}", f"MIG-{uuid}"]
-    for candidate in candidates:
-        try:
-            return nvml.nvmlDeviceGetHandleByUUID(candidate)
-        except nvml.NVMLError:
-            continue
-    return None
-
-
-def _cuda_uuids(count: int) -> list[str]:
-    """The UUIDs of CUDA devices 0..count-1 as torch sees them (after CUDA_VISIBLE_DEVICES)."""
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            return [str(torch.cuda.get_device_properties(i).uuid) for i in range(min(count, torch.cuda.device_count()))]
-    except Exception as exc:  # noqa: BLE001 - fall back to what the environment says
-        log.debug("no CUDA UUIDs from torch: %s", exc)
-    return []
-
-
-def visible_handles(nvml, count: int) -> list[tuple[int, object]]:
-    """(NVML index, handle) of the first `count` GPUs this process uses, in CUDA order."""
-    found = [h for h in (_uuid_handle(nvml, u) for u in _cuda_uuids(count)) if h is not None]
-    if not found:
-        visible = [p.strip() for p in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if p.strip()]
-        for entry in visible or [str(i) for i in range(count)]:
-            handle = nvml.nvmlDeviceGetHandleByIndex(int(entry)) if entry.isdigit() else _uuid_handle(nvml, entry)
-            if handle is not None:
-                found.append(handle)
-        if visible and any(p.isdigit() for p in visible) and os.environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
-            log.warning("GPU telemetry: CUDA_VISIBLE_DEVICES ordinals read as NVML (PCI) indices; "
-                        "set CUDA_DEVICE_ORDER=PCI_BUS_ID so both orders agree")
-    return [(nvml.nvmlDeviceGetIndex(h), h) for h in found[:count]]
 
 
 class NvmlSampler(DeviceSampler):
@@ -63,7 +24,11 @@ class NvmlSampler(DeviceSampler):
 
         pynvml.nvmlInit()
         self._nvml = pynvml
-        self._handles = visible_handles(pynvml, count)
+        try:
+            self._handles = job_nvml_handles(pynvml, count)
+        except pynvml.NVMLError:
+            pynvml.nvmlShutdown()
+            raise
         self._unsupported: set[tuple[int, str]] = set()
 
     def _read(self, index: int, name: str, call):

@@ -57,12 +57,15 @@ def gaudi_training_kwargs(kwargs: dict, settings, *, gaudi_config_name: str, str
     """
     check_strategy(settings.distribution_strategy, strategies or set(), "this optimum-habana")
     kwargs = dict(kwargs)
-    for key in ("use_cpu", "tf32", "fp16"):  # rejected by GaudiTrainingArguments
+    for key in ("tf32", "fp16"):  # rejected by GaudiTrainingArguments
         kwargs.pop(key, None)
-    kwargs["use_habana"] = True
+    kwargs.setdefault("use_habana", True)  # `--use_habana false --use_cpu true`: optimum-habana's own CPU mode
+    if kwargs["use_habana"]:
+        kwargs.pop("use_cpu", None)
     kwargs.setdefault("use_lazy_mode", True)
     kwargs.setdefault("use_hpu_graphs_for_inference", True)
-    kwargs.setdefault("gaudi_config_name", gaudi_config_name)
+    if kwargs["use_habana"]:  # refused without it; GaudiTrainer gets the config object either way
+        kwargs.setdefault("gaudi_config_name", gaudi_config_name)
     kwargs.setdefault("sdp_on_bf16", True)
     kwargs["throughput_warmup_steps"] = settings.throughput_warmup_steps
     kwargs["bf16"] = settings.precision != "fp32"

@@ -100,22 +100,25 @@ def probe_gaudi(requested: str, in_process: bool = True) -> GaudiProbe:
 
 
 def _probe_hlml() -> GaudiProbe | None:
+    """The devices this job may use (HABANA_VISIBLE_MODULES's, else the host's): count, first one's facts."""
     if not module_present("pyhlml"):
         return None
     import pyhlml
 
+    from ..job_devices import job_hlml_handles
+
     pyhlml.hlmlInit()
     try:
-        count = pyhlml.hlmlDeviceGetCount()
-        if count == 0:
+        handles = job_hlml_handles(pyhlml)
+        if not handles:
             return GaudiProbe("", 0, None, None, "hlml")
-        handle = pyhlml.hlmlDeviceGetHandleByIndex(0)
+        handle = handles[0][1]
         name = pyhlml.hlmlDeviceGetName(handle)
         memory = pyhlml.hlmlDeviceGetMemoryInfo(handle).total / 2**30
         driver = getattr(pyhlml, "hlmlGetDriverVersion", lambda: None)()
     finally:
         pyhlml.hlmlShutdown()
-    return GaudiProbe(_text(name), count, round(memory, 1), _text(driver) or None, "hlml")
+    return GaudiProbe(_text(name), len(handles), round(memory, 1), _text(driver) or None, "hlml")
 
 
 def _probe_hl_smi() -> GaudiProbe | None:

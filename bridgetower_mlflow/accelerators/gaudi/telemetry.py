@@ -1,6 +1,8 @@
 """Gaudi device facts and telemetry through HLML (PyPI habana-pyhlml, module `pyhlml`) or hl-smi.
 
 Neither source imports habana_frameworks.torch, which must not load before the Gaudi config exists.
+Both list every device of the host: the job's are those of HABANA_VISIBLE_MODULES (module ids),
+named by HLML / hl-smi index.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import subprocess
 from dataclasses import dataclass
 
 from ..base import DeviceSampler
+from ..job_devices import job_hlml_handles, job_modules
 
 log = logging.getLogger(__name__)
-HL_SMI_FIELDS = "index,utilization.aip,memory.used,memory.total,power.draw"
+HL_SMI_FIELDS = "index,module_id,utilization.aip,memory.used,memory.total,power.draw"
 MB = 1e6  # MLflow's GPU "megabytes" are 10^6 bytes; HPU memory is reported in the same unit
 MIB = 2**20  # hl-smi reports memory in MiB
 
@@ -27,6 +30,7 @@ class HpuReading:
     memory_used_mb: float | None
     memory_total_mb: float | None
     power_watts: float | None
+    module_id: int | None = None  # what HABANA_VISIBLE_MODULES lists
 
 
 def hpu_metrics(readings: list[HpuReading]) -> dict[str, float]:
@@ -47,11 +51,12 @@ def parse_hl_smi(text: str) -> list[HpuReading]:
     readings = []
     for line in text.strip().splitlines():
         parts = [part.strip() for part in line.split(",")]
-        if len(parts) != 5 or not parts[0].isdigit():
+        if len(parts) != 6 or not parts[0].isdigit():
             raise ValueError(f"unexpected hl-smi line {line!r}; expected {HL_SMI_FIELDS}")
-        index, util, used, total, power = parts
+        index, module, util, used, total, power = parts
         used_mb, total_mb = (None if v is None else v * MIB / MB for v in (_number(used), _number(total)))
-        readings.append(HpuReading(int(index), _number(util), used_mb, total_mb, _number(power)))
+        module_id = int(module) if module.isdigit() else None
+        readings.append(HpuReading(int(index), _number(util), used_mb, total_mb, _number(power), module_id))
     return readings
 
 
@@ -67,15 +72,18 @@ def run_hl_smi(fields: str) -> str:
 
 
 class HlmlSampler(DeviceSampler):
-    """Utilization, memory and power of the first `count` Gaudi devices via HLML; each call may fail alone."""
+    """Utilization, memory and power of the job's `count` Gaudi devices via HLML; each call may fail alone."""
 
     def __init__(self, count: int):
         import pyhlml
 
         pyhlml.hlmlInit()
         self._hlml = pyhlml
-        total = pyhlml.hlmlDeviceGetCount()
-        self._handles = [pyhlml.hlmlDeviceGetHandleByIndex(i) for i in range(min(count, total))]
+        try:
+            self._handles = job_hlml_handles(pyhlml, count)
+        except pyhlml.HLMLError:
+            pyhlml.hlmlShutdown()
+            raise
         self._unsupported: set[tuple[int, str]] = set()
 
     def _read(self, index: int, name: str, call):
@@ -90,7 +98,7 @@ class HlmlSampler(DeviceSampler):
 
     def sample(self) -> dict[str, float]:
         hlml, metrics = self._hlml, {}
-        for index, handle in enumerate(self._handles):
+        for index, handle in self._handles:
             utilization = self._read(index, "utilization", lambda h=handle: hlml.hlmlDeviceGetUtilizationRates(h))
             memory = self._read(index, "memory", lambda h=handle: hlml.hlmlDeviceGetMemoryInfo(h))
             power = self._read(index, "power", lambda h=handle: hlml.hlmlDeviceGetPowerUsage(h))
@@ -103,7 +111,7 @@ class HlmlSampler(DeviceSampler):
     def energy_joules(self) -> float | None:
         """Total energy of these devices since their driver loaded (HLML, mJ), or None."""
         try:
-            return sum(self._hlml.hlmlDeviceGetTotalEnergyConsumption(h) for h in self._handles) / 1000.0
+            return sum(self._hlml.hlmlDeviceGetTotalEnergyConsumption(h) for _, h in self._handles) / 1000.0
         except self._hlml.HLMLError:
             return None
 
@@ -123,5 +131,5 @@ class HlSmiSampler(DeviceSampler):
         self.count = count
 
     def sample(self) -> dict[str, float]:
-        readings = [r for r in parse_hl_smi(run_hl_smi(HL_SMI_FIELDS)) if r.index < self.count]
-        return hpu_metrics(readings)
+        readings = sorted(parse_hl_smi(run_hl_smi(HL_SMI_FIELDS)), key=lambda r: r.index)
+        return hpu_metrics(job_modules(readings, lambda r: r.module_id, self.count))
