@@ -33,11 +33,11 @@ $(TEST_STAMP): $(STAMP)
 
 install-test: $(TEST_STAMP)
 
-$(GAUDI_STAMP): pyproject.toml
+$(GAUDI_STAMP): pyproject.toml tests/fakes/habana_torch_plugin_metadata/pyproject.toml
 	$(PYTHON) -m venv $(GAUDI_VENV)
 	$(GAUDI_BIN)/python -m pip install -q --upgrade pip
 	$(GAUDI_BIN)/python -m pip install -q "torch==2.13.0"
-	$(GAUDI_BIN)/python -m pip install -q -e ".[gaudi,test]"
+	$(GAUDI_BIN)/python -m pip install -q -e ".[gaudi,test]" ./tests/fakes/habana_torch_plugin_metadata
 	touch $@
 
 install-gaudi: $(GAUDI_STAMP)

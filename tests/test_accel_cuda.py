@@ -1,9 +1,10 @@
-"""NVIDIA adapter on CPU with a faked torch.cuda and pynvml; real-GPU checks carry @pytest.mark.cuda."""
+"""NVIDIA adapter on CPU: faked torch.cuda, the real pynvml over a C libnvidia-ml stub; real GPUs: @pytest.mark.cuda."""
 
 from __future__ import annotations
 
 import dataclasses
 import io
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -13,18 +14,23 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bridgetower_mlflow.accelerators.cpu import CpuAccelerator  # noqa: E402
 from bridgetower_mlflow.accelerators.cuda import nvjpeg  # noqa: E402
 from bridgetower_mlflow.accelerators.cuda.adapter import CudaAccelerator  # noqa: E402
 from bridgetower_mlflow.accelerators.cuda.arguments import cuda_training_kwargs, nvidia_label  # noqa: E402
+from bridgetower_mlflow.contract import ADVICE_TAG, ENERGY_METRIC  # noqa: E402
 from bridgetower_mlflow.data.device_decode.batch_plan import RankBatchPlan  # noqa: E402
 from bridgetower_mlflow.data.device_decode.image_ops import DeviceImageOps  # noqa: E402
 from bridgetower_mlflow.data.device_decode.sources import JpegBytesCollate  # noqa: E402
 from bridgetower_mlflow.data.image_transform import ImageSpec  # noqa: E402
 from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError, DeviceDecodeUnavailable  # noqa: E402
+from bridgetower_mlflow.launch.ranks import RankInfo  # noqa: E402
+from bridgetower_mlflow.telemetry.samplers.mlflow_collectors import mlflow_collectors  # noqa: E402
 
-from fakes import fake_cuda, install_pynvml  # noqa: E402
+from fakes import fake_cuda  # noqa: E402
 from fakes.data import make_jpeg_dataset, pil_reference  # noqa: E402
-from fakes.nvml import gpus  # noqa: E402
+from fakes.native_libs import Mig, gpus, nvml_stub  # noqa: E402, F401 - nvml_stub: a fixture
+from fakes.native_libs.observation import observe  # noqa: E402
 from fakes.requests import MEAN, STD, decode_request, device, settings  # noqa: E402
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no NVIDIA GPU visible to torch")
@@ -48,13 +54,14 @@ def test_label_comes_from_the_device_name(name, label):
     assert nvidia_label(name) == label
 
 
-def test_cuda_takes_the_detected_label(monkeypatch):
+def test_cuda_takes_the_detected_label(monkeypatch, nvml_stub):
     fake_cuda(monkeypatch, names=("NVIDIA H100 80GB HBM3",))
-    install_pynvml(monkeypatch)
+    nvml_stub.set(driver="580.65.06")
     info = CudaAccelerator("cuda").detect(1, 1)
     assert (info.kind, info.device_name, info.count, info.memory_gb) == ("h100", "NVIDIA H100 80GB HBM3", 1, 80.0)
-    assert info.driver == "570.86.15" and info.software["cuda"] == "12.8"
+    assert info.driver == "580.65.06" and info.software["cuda"] == "12.8"  # NVML's version string, decoded
     assert info.extra_tags["cuda.compute_capability"] == "9.0"
+    assert nvml_stub.calls() == ["nvmlInitWithFlags", "nvmlSystemGetDriverVersion", "nvmlShutdown"]
 
 
 def test_h100_on_a_detected_a100_names_both(monkeypatch):
@@ -199,57 +206,144 @@ def test_rank_plans_split_the_data_and_reshuffle():
     assert list(resumed) == whole[4:] and list(resumed) == whole  # the skip applies to one pass only
 
 
-def test_mlflow_gpu_metrics_and_extra_sampler(monkeypatch):
-    install_pynvml(monkeypatch, gpus(4))
+def mlflow_gpu_sample(job_gpus: int) -> dict[str, float]:
+    """One sample of MLflow's own GPUMonitor as the project drives it for a job on `job_gpus` GPUs."""
+    (gpu,) = [c for c in mlflow_collectors(job_gpus) if type(c.collector).__name__ == "GPUMonitor"]
+    return gpu.sample()
+
+
+def indices(metrics) -> set[str]:
+    return {name.split("_")[1] for name in metrics if name.startswith("gpu_")}
+
+
+def test_mlflow_gpu_metrics_and_extra_sampler(nvml_stub, monkeypatch):
+    nvml_stub.set(gpus(4))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
     monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # ordinals are NVML indices then
-    adapter = CudaAccelerator("cuda")
-    (sampler,) = adapter.device_samplers(device("cuda", count=2))
+    (sampler,) = CudaAccelerator("cuda").device_samplers(device("cuda", count=2))
     metrics = sampler.sample()
-    assert metrics["gpu_2_sm_clock_mhz"] == 1980.0
-    assert metrics["gpu_3_memory_bandwidth_utilization_percentage"] == 42.0
+    assert metrics["gpu_2_sm_clock_mhz"] == 1980.0 and metrics["gpu_3_temperature_celsius"] == 61.0
+    assert metrics["gpu_3_memory_bandwidth_utilization_percentage"] == 42.0 and indices(metrics) == {"2", "3"}
     mlflow_names = ("utilization_percentage", "memory_usage_megabytes", "memory_usage_percentage",
                     "power_usage_watts", "power_usage_percentage")
     assert not [name for name in metrics if name.endswith(mlflow_names) and "bandwidth" not in name]
+    mlflow = mlflow_gpu_sample(2)  # MLflow's names and units, for the same two GPUs
+    assert indices(mlflow) == {"2", "3"} and mlflow["gpu_3_utilization_percentage"] == 90.0
+    assert mlflow["gpu_2_memory_usage_megabytes"] == 30000.0 and mlflow["gpu_2_memory_usage_percentage"] == 37.5
+    assert mlflow["gpu_3_power_usage_watts"] == 350.0 and mlflow["gpu_3_power_usage_percentage"] == 50.0
+    assert sampler.energy_joules() == 2000.0  # two counters of 1e6 mJ
+    sampler.close()
+    calls = nvml_stub.calls()
+    assert "nvmlDeviceGetHandleByIndex_v2" in calls and calls.count("nvmlShutdown") == 1
 
 
-def test_gpus_are_found_by_uuid_whatever_the_cuda_order(monkeypatch):
+def test_gpus_are_found_by_uuid_whatever_the_cuda_order(nvml_stub, monkeypatch):
     """CUDA (fastest first) sees NVML's GPUs 3 and 1, in that order: metrics name the right ones."""
-    devices = gpus(4)
-    install_pynvml(monkeypatch, devices)
-    fake_cuda(monkeypatch, names=("NVIDIA H100 80GB HBM3",) * 2, uuids=[devices[3].uuid[4:], devices[1].uuid[4:]])
+    host = gpus(4)
+    host[3].clock_mhz, host[1].clock_mhz = 1410, 1755
+    nvml_stub.set(host)
+    fake_cuda(monkeypatch, names=("NVIDIA H100 80GB HBM3",) * 2, uuids=[host[3].uuid[4:], host[1].uuid[4:]])
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-    devices[3].clock_mhz, devices[1].clock_mhz = 1410, 1755
     metrics = CudaAccelerator("cuda").device_samplers(device("h100", count=2))[0].sample()
     assert (metrics["gpu_3_sm_clock_mhz"], metrics["gpu_1_sm_clock_mhz"]) == (1410.0, 1755.0)
-    assert not any(name.startswith(("gpu_0_", "gpu_2_")) for name in metrics)
+    assert indices(metrics) == {"1", "3"} and indices(mlflow_gpu_sample(2)) == {"1", "3"}
 
 
-def test_uuid_and_mig_entries_in_cuda_visible_devices(monkeypatch):
-    devices = gpus(3)
-    devices[2].uuid = "MIG-7f3a9c2e-1111-2222-3333-444444444444"
-    install_pynvml(monkeypatch, devices)
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{devices[2].uuid},{devices[1].uuid}")
-    metrics = CudaAccelerator("cuda").device_samplers(device("cuda", count=2))[0].sample()
-    assert {name.split("_")[1] for name in metrics} == {"2", "1"}
+def test_uuid_and_mig_entries_in_cuda_visible_devices(nvml_stub, monkeypatch, caplog):
+    """A MIG device is named by its parent GPU (NVML gives it its index inside that GPU) and reads its own memory;
+    CUDA ignores what follows an entry it cannot resolve."""
+    host = gpus(3)
+    mig = Mig("MIG-7f3a9c2e-1111-2222-3333-444444444444", parent=2, index=1, memory_used=4 * 10**9)
+    nvml_stub.set(host, migs=[mig])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{mig.uuid},{host[1].uuid},GPU-no-such-gpu,{host[0].uuid}")
+    with caplog.at_level("WARNING"):
+        sampler = CudaAccelerator("cuda").device_samplers(device("cuda", count=3))[0]
+        metrics = sampler.sample()
+    assert indices(metrics) == {"1"}  # the MIG device refuses clocks, temperature and utilization
+    assert "GPU 2: sm_clock_mhz unavailable (Not Supported)" in caplog.text
+    assert sampler.energy_joules() is None  # nor does it count energy: the window says so, not 0 J
+    mlflow = mlflow_gpu_sample(3)
+    assert indices(mlflow) == {"1", "2"} and mlflow["gpu_2_memory_usage_megabytes"] == 4000.0
+    assert "gpu_2_utilization_percentage" not in mlflow and mlflow["gpu_1_memory_usage_megabytes"] == 30000.0
 
 
-def test_one_refused_nvml_call_keeps_the_rest_of_the_sample(monkeypatch):
-    devices = gpus(2)
-    devices[0].not_supported = {"utilization"}  # MIG: no utilization rates
-    install_pynvml(monkeypatch, devices)
+def test_one_refused_nvml_call_keeps_the_rest_of_the_sample(nvml_stub, monkeypatch, caplog):
+    host = gpus(2)
+    host[0].not_supported = {"nvmlDeviceGetUtilizationRates"}
+    nvml_stub.set(host)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-    metrics = CudaAccelerator("cuda").device_samplers(device("cuda", count=2))[0].sample()
-    assert "gpu_0_memory_bandwidth_utilization_percentage" not in metrics
-    assert metrics["gpu_0_sm_clock_mhz"] == 1980.0 and metrics["gpu_1_memory_bandwidth_utilization_percentage"] == 42.0
+    sampler = CudaAccelerator("cuda").device_samplers(device("cuda", count=2))[0]
+    with caplog.at_level("WARNING"):
+        first, second = sampler.sample(), sampler.sample()
+    assert "gpu_0_memory_bandwidth_utilization_percentage" not in first and first == second
+    assert first["gpu_0_sm_clock_mhz"] == 1980.0 and first["gpu_1_memory_bandwidth_utilization_percentage"] == 42.0
+    assert caplog.text.count("memory_bandwidth_utilization_percentage unavailable (Not Supported)") == 1
+    mlflow = mlflow_gpu_sample(2)
+    assert "gpu_0_utilization_percentage" not in mlflow and mlflow["gpu_0_memory_usage_megabytes"] == 30000.0
+    assert mlflow["gpu_1_utilization_percentage"] == 90.0
 
 
-def test_nvml_library_missing_turns_telemetry_off(monkeypatch, caplog):
-    install_pynvml(monkeypatch, library=False)
+def test_nvml_refusing_to_start_turns_telemetry_off(nvml_stub, caplog):
+    nvml_stub.set(init_error=9)  # libnvidia-ml installed, no driver loaded
     with caplog.at_level("WARNING"):
         assert CudaAccelerator("cuda").device_samplers(device("cuda")) == []
-    assert "NVML Shared Library Not Found" in caplog.text
+    assert "NVML failed to start (NVMLError_DriverNotLoaded: Driver Not Loaded)" in caplog.text
+    assert mlflow_collectors(1) and not [c for c in mlflow_collectors(1) if "GPU" in type(c.collector).__name__]
+
+
+SAMPLERS_IN_A_CHILD = (
+    "import ctypes, logging, sys\n"
+    "logging.basicConfig(stream=sys.stdout, level=logging.WARNING, format='%(message)s')\n"
+    "try:\n    ctypes.CDLL('libnvidia-ml.so.1')\nexcept OSError:\n    print('no libnvidia-ml')\n"
+    "from bridgetower_mlflow.accelerators.base import DeviceInfo\n"
+    "from bridgetower_mlflow.accelerators.cuda.adapter import CudaAccelerator\n"
+    "from bridgetower_mlflow.accelerators.cuda.telemetry import nvidia_driver_version\n"
+    "print([type(s).__name__ for s in CudaAccelerator('cuda').device_samplers(DeviceInfo('cuda', 'GPU', 1))])\n"
+    "print('driver', nvidia_driver_version())\n")
+
+
+def test_nvml_library_missing_turns_telemetry_off(nvml_stub, tmp_path):
+    """In a child process: found through LD_LIBRARY_PATH by its soname, then absent (pynvml's LibraryNotFound)."""
+    env = {**nvml_stub.env(), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    found = subprocess.run([sys.executable, "-c", SAMPLERS_IN_A_CHILD], env=env, capture_output=True, text=True,
+                           timeout=120, cwd=tmp_path)
+    assert found.stdout.splitlines()[-2:] == ["['NvmlSampler']", "driver 570.86.15"], found.stderr
+    env["LD_LIBRARY_PATH"] = str(tmp_path)  # a folder without the library
+    absent = subprocess.run([sys.executable, "-c", SAMPLERS_IN_A_CHILD], env=env, capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    if "no libnvidia-ml" not in absent.stdout:
+        pytest.skip("this host has a real libnvidia-ml.so.1")
+    assert "GPU telemetry off: NVML failed to start (NVMLError_LibraryNotFound: NVML Shared Library Not Found)" \
+        in absent.stdout, absent.stderr
+    assert absent.stdout.splitlines()[-2:] == ["[]", "driver None"]
+
+
+def test_only_the_jobs_gpus_are_logged_and_advised_on(nvml_stub, monkeypatch):
+    """A shared 8-GPU host, busy at 97 %; the job holds GPUs 5 and 2 (by UUID), busy at 30 and 40 %: the system
+    metrics, the energy and the advice are those two GPUs', named by NVML index."""
+    host = gpus(8, utilization=97)
+    host[5].utilization, host[2].utilization = 30, 40
+    nvml_stub.set(host)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{host[5].uuid},{host[2].uuid}")
+
+    def run_a_while():
+        for number, gpu in enumerate(host):
+            gpu.energy_mj += 1000 * (number + 1)  # 6 J on GPU 5, 3 J on GPU 2, 27 J elsewhere
+        nvml_stub.write()
+
+    series, metrics, tags = observe(monkeypatch, CudaAccelerator("cuda"), device("h100", count=2),
+                                    RankInfo(0, 0, 2, 2), during=run_a_while)
+    assert indices(name[len("system/"):] for name in series) == {"2", "5"}
+    assert series["system/gpu_5_utilization_percentage"][0] == 30.0 and "system/gpu_2_sm_clock_mhz" in series
+    assert "busy only 35 % of the time" in tags[ADVICE_TAG]
+    assert metrics[ENERGY_METRIC] == pytest.approx(9.0)
+
+
+def test_a_cpu_job_on_a_gpu_host_logs_no_gpu_metrics(nvml_stub, monkeypatch):
+    series, _, tags = observe(monkeypatch, CpuAccelerator("cpu"), device("cpu"), RankInfo(0, 0, 1, 1))
+    assert "system/main_process_cpu_percentage" in series and not indices(n[len("system/"):] for n in series)
+    assert tags[ADVICE_TAG].startswith("compute-bound")  # no device utilization to judge by
 
 
 @pytest.mark.cuda

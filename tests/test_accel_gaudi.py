@@ -8,7 +8,6 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
@@ -35,8 +34,8 @@ from fakes.requests import device, settings  # noqa: E402
 
 COMMON = {"output_dir": "out", "per_device_train_batch_size": 48, "report_to": "none",
           "remove_unused_columns": False, "adam_epsilon": 1e-8, "use_cpu": True}
-needs_hpu = pytest.mark.skipif(importlib.util.find_spec("habana_frameworks") is None,
-                               reason="no Gaudi device (habana_frameworks not importable)")
+needs_hpu = pytest.mark.skipif(importlib.util.find_spec("habana_frameworks.torch") is None,
+                               reason="no Gaudi device (habana_frameworks.torch not importable)")
 
 
 @pytest.fixture(autouse=True)
@@ -55,7 +54,8 @@ def test_absent_habana_is_one_clear_line():
     with pytest.raises(AcceleratorUnavailable) as error:
         GaudiAccelerator("gaudi2").detect(1, 1)
     assert str(error.value).startswith(
-        "accel: gaudi2 requested but no Gaudi device is present (habana_frameworks not importable); allowed here: cpu")
+        "accel: gaudi2 requested but no Gaudi device is present (habana_frameworks.torch not importable); "
+        "allowed here: cpu")
 
 
 def test_detect_through_hl_smi_then_torch(monkeypatch):

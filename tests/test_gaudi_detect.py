@@ -1,4 +1,4 @@
-"""Gaudi detection through HLML (pyhlml)."""
+"""Gaudi detection through HLML: the real pyhlml over a C stub of libhlml.so."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator  # no
 from bridgetower_mlflow.accelerators.gaudi.arguments import NATIVE_PATH  # noqa: E402
 from bridgetower_mlflow.errors import AcceleratorUnavailable  # noqa: E402
 
-from fakes import install_habana, install_pyhlml  # noqa: E402
+from fakes import install_habana  # noqa: E402
+from fakes.native_libs import hlml_stub, hpus  # noqa: E402, F401 - hlml_stub: a fixture
 
 
 @pytest.fixture(autouse=True)
@@ -21,17 +22,41 @@ def no_hl_smi(monkeypatch):
     monkeypatch.setattr(gaudi_detect.shutil, "which", lambda name: None)
 
 
-def test_detect_through_hlml(monkeypatch):
+def test_detect_through_hlml(monkeypatch, hlml_stub):
     install_habana(monkeypatch)
-    install_pyhlml(monkeypatch, name=b"HL-225", count=8)
+    hlml_stub.set(hpus(8, name="HL-225"), driver="1.24.0-a2a5f9c")
     info = GaudiAccelerator("gaudi").detect(8, 8)
     assert (info.kind, info.device_name, info.count, info.memory_gb) == ("gaudi2", "HL-225", 8, 96.0)
+    assert info.driver == "1.24.0-a2a5f9c"  # pyhlml answers bytes: decoded
     assert info.extra_tags["gaudi.path"] == NATIVE_PATH and info.extra_tags["gaudi.detected_by"] == "hlml"
+    calls = hlml_stub.calls()
+    assert calls[0] == "hlml_init" and calls[-1] == "hlml_shutdown" and calls.count("hlml_init") == 1
 
 
-def test_gaudi3_requested_on_gaudi2_names_both(monkeypatch):
+def test_gaudi3_requested_on_gaudi2_names_both(monkeypatch, hlml_stub):
     install_habana(monkeypatch)
-    install_pyhlml(monkeypatch, name=b"HL-225")
+    hlml_stub.set(hpus(8, name="HL-225"))
     with pytest.raises(AcceleratorUnavailable,
                        match=r"gaudi3 requested but the detected device is 'HL-225' \(gaudi2\)"):
         GaudiAccelerator("gaudi3").detect(1, 1)
+
+
+def test_hlml_counts_the_modules_the_job_may_use(monkeypatch, hlml_stub):
+    """HABANA_VISIBLE_MODULES=3,7 on an 8-device host: two devices (HLML indices 2 and 3), facts from module 3's."""
+    install_habana(monkeypatch)
+    host = hpus(8, name="HL-325L")
+    host[2].memory_total = 128 * 2**30  # module 3; index 0 (module 2) keeps 96 GiB
+    hlml_stub.set(host)
+    monkeypatch.setenv("HABANA_VISIBLE_MODULES", "3,7")
+    info = GaudiAccelerator("gaudi3").detect(2, 2)
+    assert (info.kind, info.count, info.memory_gb) == ("gaudi3", 2, 128.0)
+    with pytest.raises(AcceleratorUnavailable, match=r"devices: invalid value 4 .*2 Gaudi device\(s\) visible"):
+        GaudiAccelerator("gaudi3").detect(4, 4)
+
+
+def test_without_libhlml_detection_goes_on_to_the_next_source(monkeypatch, hlml_stub, capsys):
+    install_habana(monkeypatch, name="GAUDI2", count=2)
+    hlml_stub.remove_library()
+    info = GaudiAccelerator("gaudi2").detect(2, 2)
+    assert info.extra_tags["gaudi.detected_by"] == "habana_frameworks" and info.count == 2
+    assert "Failed to load libhlml" in capsys.readouterr().out

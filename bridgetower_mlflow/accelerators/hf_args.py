@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+
 from ..errors import ConfigError
 
 
@@ -28,6 +31,15 @@ def hf_args_overrides(args_class: type, hf_args: tuple) -> dict:
     return overrides
 
 
+def shared_kwargs(args_class: type, settings) -> dict:
+    """The shared TrainingArguments kwargs, with what `args_class` would otherwise make up per process."""
+    kwargs = dict(settings.training_kwargs)
+    if any(f.name == "logging_dir" for f in dataclasses.fields(args_class)):
+        # transformers 4.x's default holds the start time: a resumed run's params would never match its own
+        kwargs.setdefault("logging_dir", os.path.join(kwargs["output_dir"], "logs"))
+    return kwargs
+
+
 def merged_kwargs(args_class: type, settings) -> dict:
     """The shared TrainingArguments kwargs with the user's hf_args on top."""
-    return {**settings.training_kwargs, **hf_args_overrides(args_class, settings.hf_args)}
+    return {**shared_kwargs(args_class, settings), **hf_args_overrides(args_class, settings.hf_args)}

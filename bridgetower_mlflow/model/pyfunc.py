@@ -55,7 +55,8 @@ class BridgeTowerPyfunc(mlflow.pyfunc.PythonModel):
         folder = context.artifacts["checkpoint"]
         with open(os.path.join(folder, INFERENCE_FILE), encoding="utf-8") as handle:
             self.settings = json.load(handle)
-        model = BridgeTowerForContrastiveLearning.from_pretrained(folder, dtype=torch.float32).eval()
+        # fp32 whatever the checkpoint holds; .float() since the keyword differs (4.55 torch_dtype, 5.x dtype)
+        model = BridgeTowerForContrastiveLearning.from_pretrained(folder).to(torch.float32).eval()
         image = ImageSpec(self.settings["image_size"], tuple(self.settings["image_mean"]),
                           tuple(self.settings["image_std"]))
         self.scorer = Scorer(model, AutoTokenizer.from_pretrained(folder), image, self.settings["max_seq_length"])

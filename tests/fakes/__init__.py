@@ -47,7 +47,8 @@ def fake_cuda(monkeypatch, names=("NVIDIA H100 80GB HBM3",), memory_gb=80, capab
 BRIDGE = Path(__file__).parent / "habana_bridge"  # the on-disk fake of Habana's PyTorch bridge
 BRIDGE_MODULES = ("habana_frameworks", "habana_frameworks._record", "habana_frameworks.autoload",
                   "habana_frameworks.torch.utils", "habana_frameworks.torch.utils.internal", "habana_frameworks.torch",
-                  "habana_frameworks.torch.core", "habana_frameworks.torch.hpu")
+                  "habana_frameworks.torch.core", "habana_frameworks.torch.hpu", "habana_frameworks.torch._hpu_C",
+                  "habana_frameworks.torch.utils.experimental", "habana_frameworks.torch.media_pyt_bridge")
 
 
 def install_habana(monkeypatch, name="GAUDI2", count=8, available=True, lazy_env=None, record=None):
@@ -138,8 +139,4 @@ def install_optimum_habana(monkeypatch, args_class=FakeGaudiTrainingArguments, o
                    GaudiConfig=FakeGaudiConfig, GaudiTrainer=FakeGaudiTrainer)
 
 
-from .hlml import install_pyhlml  # noqa: E402
-from .nvml import install_pynvml  # noqa: E402
-
-__all__ = ["FakeGaudiConfig", "FakeGaudiTrainingArguments", "fake_cuda", "install_habana", "install_optimum_habana",
-           "install_pyhlml", "install_pynvml"]
+__all__ = ["FakeGaudiConfig", "FakeGaudiTrainingArguments", "fake_cuda", "install_habana", "install_optimum_habana"]

@@ -15,7 +15,7 @@ from ...contract import EXECUTION_MODE_TAG, MEDIAPIPE_LOADER
 from ...errors import ConfigError, DeviceDecodeUnavailable
 from ..base import Accelerator, DecodeRequest, DeviceInfo, RecipeSettings, TrainingRecipe
 from ..detection import check_count, check_label, package_version
-from ..hf_args import hf_args_overrides, merged_kwargs
+from ..hf_args import hf_args_overrides, merged_kwargs, shared_kwargs
 from .arguments import (
     DEFAULT_GAUDI_CONFIG_NAME,
     HABANA_CLIP_CONFIG,
@@ -93,13 +93,14 @@ class GaudiAccelerator(Accelerator):
             return self._native_recipe(settings, mode)
         from optimum.habana import GaudiConfig, GaudiTrainer, GaudiTrainingArguments
 
-        user = hf_args_overrides(GaudiTrainingArguments, settings.hf_args)
-        kwargs = {**settings.training_kwargs, **user}
+        shared, user = shared_kwargs(GaudiTrainingArguments, settings), hf_args_overrides(GaudiTrainingArguments,
+                                                                                         settings.hf_args)
+        kwargs = {**shared, **user}
         if mode != LAZY:  # the bridge loaded eagerly (PT_HPU_LAZY_MODE=0 before Python started)
             eager = compile_kwargs(optimum_path=True)
             if user.get("torch_compile") is False:  # a backend alone would switch compile back on
                 eager = {k: v for k, v in eager.items() if not k.startswith("torch_compile")}
-            kwargs = {**settings.training_kwargs, **eager, **user}
+            kwargs = {**shared, **eager, **user}
         name = resolve_gaudi_config_name(kwargs.get("gaudi_config_name") or DEFAULT_GAUDI_CONFIG_NAME,
                                          kwargs.get("output_dir", "."))
         kwargs = gaudi_training_kwargs(kwargs, settings, gaudi_config_name=name,

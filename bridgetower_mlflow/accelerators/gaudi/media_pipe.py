@@ -2,7 +2,8 @@
 
 Graph: external reader (file paths + token ids) -> ImageDecoder on the HPU (center crop + bicubic
 resize to image_size) -> CropMirrorNorm ((x - mean*255) * 1/(std*255)). Modelled on optimum-habana's
-examples/contrastive-image-text/clip_media_pipe.py; any start-up failure is reported, never hidden.
+examples/contrastive-image-text/clip_media_pipe.py; any start-up failure is reported, never hidden,
+including those of the device and the decoder, which the library sets up at the pipe's first iter().
 
 The pipe deep-copies `priv_params` (when the op is made and again at build), so the batch plan lives
 on the reader class, as upstream's ClipMediaPipe.batch_sampler does: set_epoch then reaches it.
@@ -18,7 +19,8 @@ import numpy as np
 
 from ...contract import MEDIAPIPE_LOADER
 from ...data.device_decode.batch_plan import RankBatchPlan
-from ...data.device_decode.sources import device_decodable, find_image_column, plain_dataset, source_path
+from ...data.device_decode.jpeg_files import local_jpeg_paths
+from ...data.device_decode.sources import find_image_column, plain_dataset
 from ...errors import DeviceDecodeUnavailable
 from ..base import DecodeRequest, DeviceLoader
 
@@ -28,6 +30,7 @@ _pipe_ids = itertools.count()
 @functools.lru_cache(maxsize=1)
 def media_pipe_classes():
     """(reader impl class, pipe class, pytorch iterator class), defined once the vendor module loads."""
+    from habana_frameworks.mediapipe.backend import graph_legacy  # noqa: F401 - loads libmedia.so (ctypes)
     from habana_frameworks.mediapipe.plugins.iterator_pytorch import HPUGenericPytorchIterator
 
     reader = _reader_class()
@@ -135,21 +138,11 @@ class MediaPipeBatches:
 
 
 def reader_source(dataset, plan: RankBatchPlan) -> dict:
-    """Paths and token arrays the reader serves; DeviceDecodeUnavailable if images are not JPEG files."""
-    column = find_image_column(dataset)
-    values = dataset[column]
-    paths = [source_path(value) for value in values]
-    missing = next((i for i, path in enumerate(paths) if path is None), None)
-    if missing is not None:
-        raise DeviceDecodeUnavailable(
-            f"the media pipeline reads image files, but row {missing} of column '{column}' has no readable "
-            "local path (in-memory bytes or a remote file)"
-        )
-    refused = [path for path in paths if not _decodable_file(path)]
-    if refused:
-        raise DeviceDecodeUnavailable(
-            f"the Habana media pipeline decodes RGB/grayscale JPEG only, and {len(refused)} of {len(paths)} images "
-            f"are not (first: '{refused[0]}')")
+    """Paths and token arrays the reader serves; DeviceDecodeUnavailable unless every image is a JPEG.
+
+    Images held as bytes are written once as files (data/device_decode/jpeg_files.py): the pipe reads files.
+    """
+    paths = local_jpeg_paths(dataset, find_image_column(dataset), "the Habana media pipeline")
     return {"paths": paths, "plan": plan, "largest": max(paths, key=os.path.getsize),
             "input_ids": np.asarray(dataset["input_ids"], dtype=np.uint32),
             "masks": np.asarray(dataset["attention_mask"], dtype=np.uint32)}
@@ -159,9 +152,10 @@ def build_media_pipe_loader(request: DecodeRequest) -> DeviceLoader:
     """The Habana media-pipeline train loader; raises DeviceDecodeUnavailable with the reason."""
     try:
         _, pipe_class, iterator_class = media_pipe_classes()
-    except ImportError as exc:
+    except (ImportError, OSError) as exc:  # OSError: the natives' libmedia.so is not there
         raise DeviceDecodeUnavailable(
-            f"habana_frameworks.mediapipe is not importable ({exc}); install habana-media-loader"
+            f"habana_frameworks.mediapipe is not importable ({exc}); install habana-media-loader and the "
+            "Habana software stack whose natives (media_pipe_*, libmedia.so) it loads"
         ) from None
     dataset = plain_dataset(request.dataset)
     if len(dataset) == 0:
@@ -173,12 +167,12 @@ def build_media_pipe_loader(request: DecodeRequest) -> DeviceLoader:
     try:
         pipe = pipe_class(source, request.batch_size, request.image)
         iterator = iterator_class(mediapipe=pipe)
+        # the device and the decoder (sized from the largest file) are set up at the first iter(), so start
+        # here: a failure then is a reason to fall back, not a crash in the first training step. The next
+        # iter() flushes these prefetched batches and restarts from the plan as it is by then.
+        iter(iterator)
     except Exception as exc:  # noqa: BLE001 - any start-up failure becomes the reported reason
         raise DeviceDecodeUnavailable(
             f"the Habana media pipeline failed to start: {type(exc).__name__}: {exc}") from None
     return DeviceLoader(name=MEDIAPIPE_LOADER, loader=MediaPipeBatches(iterator, plan, dataset), length=len(plan))
 
-
-def _decodable_file(path: str) -> bool:
-    with open(path, "rb") as handle:
-        return device_decodable(handle.read(1 << 16))  # the header is in the first bytes

@@ -1,0 +1,42 @@
+"""Rank 0's real Observation (system monitor, energy window, advice) for a few samples, over whatever
+NVML/HLML stub the test configured; only the run around it (model, trainer, MLflow) is absent."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+from bridgetower_mlflow.contract import WAIT_METRIC
+
+
+class RecordingSink:
+    """The run buffer's log_metric: keeps every value of every series."""
+
+    def __init__(self):
+        self.series: dict[str, list[float]] = {}
+
+    def log_metric(self, key, value, step=None, timestamp=None):
+        self.series.setdefault(key, []).append(value)
+
+
+def observe(monkeypatch, adapter, device, ranks, during=None, samples: int = 3):
+    """(series logged, metrics, tags) of an Observation that saw `samples` samples; `during()` runs inside
+    the energy window (to move the counters)."""
+    from bridgetower_mlflow.train import observe as observe_module
+
+    monkeypatch.setattr(observe_module, "SAMPLING_INTERVAL", 0.05)
+    sink = RecordingSink()
+    prepared = SimpleNamespace(adapter=adapter, device=device, device_loader=None, loaded=None,
+                               recipe=SimpleNamespace(precision="bf16"), args=SimpleNamespace())
+    observation = observe_module.Observation(prepared, SimpleNamespace(buffer=sink, last_steps={}), ranks)
+    observation.window.start()
+    if during:
+        during()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(sink.series.get("system/main_process_cpu_percentage", ())) < samples:
+        time.sleep(0.05)
+    observation.window.stop()
+    observation.stop()
+    config = SimpleNamespace(max_seq_length=40, dataloader_num_workers=2)
+    metrics, tags = observation.findings(config, {WAIT_METRIC: 0.02})
+    return sink.series, metrics, tags
