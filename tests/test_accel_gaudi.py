@@ -1,4 +1,4 @@
-"""Gaudi adapter on CPU with fakes of habana_frameworks, optimum.habana, pyhlml and the media pipe."""
+"""Gaudi adapter on CPU over the on-disk fake of Habana's PyTorch bridge (optimum-habana: test_gaudi_recipe.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bridgetower_mlflow.accelerators.gaudi import detect as gaudi_detect  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator, supported_strategies  # noqa: E402
+from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator  # noqa: E402
 from bridgetower_mlflow.accelerators.gaudi.arguments import (  # noqa: E402
     NATIVE_PATH,
     OPTIMUM_PATH,
@@ -26,9 +26,7 @@ from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError  # noq
 
 from fakes import (  # noqa: E402
     BRIDGE,
-    FakeGaudiTrainingArguments,
     install_habana,
-    install_optimum_habana,
 )
 from fakes.requests import device, settings  # noqa: E402
 
@@ -99,35 +97,6 @@ def test_fast_ddp_only_where_the_installed_version_has_it():
     for strategies in (None, {"ddp"}):
         with pytest.raises(ConfigError, match="distribution_strategy: invalid value 'fast_ddp'; allowed with"):
             gaudi_training_kwargs(COMMON, fast, gaudi_config_name="x", strategies=strategies)
-    assert supported_strategies(FakeGaudiTrainingArguments) == {"ddp", "fast_ddp"}
-
-
-def test_optimum_path_builds_gaudi_arguments_and_trainer(monkeypatch, tmp_path):
-    install_optimum_habana(monkeypatch)
-    install_habana(monkeypatch, lazy_env="1")
-    adapter, gaudi2 = GaudiAccelerator("gaudi2"), device("gaudi2", 8, OPTIMUM_PATH)
-    recipe = adapter.recipe(gaudi2, settings(dict(COMMON, output_dir=str(tmp_path)), world_size=8))
-    args = recipe.build_arguments()
-    assert isinstance(args, FakeGaudiTrainingArguments) and args.use_habana and args.gaudi_config_name == "Habana/clip"
-    assert recipe.trainer_class.__name__ == "FakeGaudiTrainer"
-    assert recipe.trainer_kwargs["gaudi_config"].use_torch_autocast is True
-    fp32 = adapter.recipe(gaudi2, settings(dict(COMMON, output_dir=str(tmp_path)), precision="fp32"))
-    assert fp32.trainer_kwargs["gaudi_config"].use_torch_autocast is False and fp32.precision == "fp32"
-    assert recipe.ddp_backend == "hccl"
-    args.bf16 = False  # what GaudiTrainer.__init__ does once it owns autocast: the recipe still knows
-    assert recipe.precision == "bf16"
-    assert recipe.extra_params["gaudi_config"]["use_fused_adam"] is True
-    assert recipe.tags == {"gaudi.execution_mode": "lazy"} and args.use_lazy_mode is True
-
-
-def test_offline_default_gaudi_config_uses_the_embedded_copy(monkeypatch, tmp_path):
-    install_optimum_habana(monkeypatch, offline=True)
-    install_habana(monkeypatch, lazy_env="1")
-    recipe = GaudiAccelerator("gaudi2").recipe(device("gaudi2", 1, OPTIMUM_PATH),
-                                               settings(dict(COMMON, output_dir=str(tmp_path))))
-    args = recipe.build_arguments()
-    assert args.gaudi_config_name == str(tmp_path / "gaudi_config")
-    assert (tmp_path / "gaudi_config" / "gaudi_config.json").exists()
 
 
 def test_native_path_uses_plain_trainer(monkeypatch):
@@ -144,17 +113,6 @@ def test_native_path_uses_plain_trainer(monkeypatch):
     # the bridge loaded eagerly (the default): Habana's recipe is torch.compile with its backend, no mark_step
     assert (args.torch_compile, args.torch_compile_backend) == (True, "hpu_backend") and recipe.callbacks == ()
     assert recipe.tags == {"gaudi.execution_mode": "eager"}
-
-
-def test_the_mode_is_what_the_bridge_loaded_not_what_the_variable_says(monkeypatch, tmp_path):
-    install_optimum_habana(monkeypatch)
-    install_habana(monkeypatch, lazy_env="0")
-    monkeypatch.setenv("PT_HPU_LAZY_MODE", "1")  # set too late: the bridge is already loaded, eagerly
-    recipe = GaudiAccelerator("gaudi2").recipe(device("gaudi2", 1, OPTIMUM_PATH),
-                                               settings(dict(COMMON, output_dir=str(tmp_path))))
-    args = recipe.build_arguments()
-    assert recipe.tags == {"gaudi.execution_mode": "eager"}
-    assert (args.use_lazy_mode, args.use_hpu_graphs_for_inference) == (False, False)
 
 
 def test_native_lazy_mode_marks_a_step_after_backward_and_after_the_optimizer(monkeypatch, tmp_path):
@@ -180,7 +138,6 @@ def test_native_lazy_mode_marks_a_step_after_backward_and_after_the_optimizer(mo
 
 
 def test_stack_environment_asks_the_mode_before_torch_loads_the_bridge(monkeypatch):
-    install_optimum_habana(monkeypatch)
     adapter = GaudiAccelerator("gaudi2")
     monkeypatch.setattr("bridgetower_mlflow.accelerators.gaudi.adapter.installed_gaudi_path", lambda: OPTIMUM_PATH)
     assert adapter.stack_environment() == {"PT_HPU_LAZY_MODE": "1"}

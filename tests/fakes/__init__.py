@@ -1,30 +1,15 @@
-"""Fakes of vendor modules (habana_frameworks, optimum.habana, pyhlml, pynvml) and of torch.cuda.
+"""Fakes of what needs silicon, at the lowest layer: Habana's PyTorch bridge (habana_bridge/, on disk), the
+media loader's natives (habana_native/), libnvidia-ml and libhlml (native_libs/, C stubs), and torch.cuda.
 
-Each `install_*` puts modules into sys.modules through pytest's monkeypatch, so they vanish after
-the test. They mimic the documented call shapes, not the hardware.
+The vendors' Python (optimum-habana, habana-media-loader, pyhlml, pynvml) runs for real above them.
+`install_*` puts modules into sys.modules through pytest's monkeypatch, so they vanish after the test.
 """
 
 from __future__ import annotations
 
-import importlib.machinery
 import sys
-import types
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-
-
-def _module(monkeypatch, name: str, **attrs) -> types.ModuleType:
-    module = types.ModuleType(name)
-    module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
-    module.__path__ = []
-    for key, value in attrs.items():
-        setattr(module, key, value)
-    monkeypatch.setitem(sys.modules, name, module)
-    parent, _, child = name.rpartition(".")
-    if parent and parent in sys.modules:
-        monkeypatch.setattr(sys.modules[parent], child, module, raising=False)
-    return module
 
 
 def fake_cuda(monkeypatch, names=("NVIDIA H100 80GB HBM3",), memory_gb=80, capability=(9, 0), bf16=True,
@@ -80,63 +65,4 @@ def install_habana(monkeypatch, name="GAUDI2", count=8, available=True, lazy_env
     return loaded["habana_frameworks.torch.core"]
 
 
-@dataclass
-class FakeGaudiTrainingArguments:
-    """Field names as optimum-habana 1.21.2; keeps whatever it is given."""
-
-    output_dir: str = "out"
-    per_device_train_batch_size: int = 8
-    report_to: str = "all"
-    remove_unused_columns: bool = True
-    adam_epsilon: float = 1e-6
-    use_habana: bool = False
-    use_lazy_mode: bool = True
-    use_hpu_graphs_for_inference: bool = False
-    gaudi_config_name: str | None = None
-    throughput_warmup_steps: int = 0
-    sdp_on_bf16: bool = False
-    bf16: bool = False
-    ddp_backend: str | None = None
-    distribution_strategy: str = field(default="ddp", metadata={"choices": ["ddp", "fast_ddp"]})
-    torch_compile: bool = False  # TrainingArguments' own fields, inherited by GaudiTrainingArguments
-    torch_compile_backend: str | None = None
-    extra: dict = field(default_factory=dict)
-
-
-class FakeGaudiConfig:
-    loaded: list = []
-
-    def __init__(self, **kwargs):
-        self.use_torch_autocast = kwargs.pop("use_torch_autocast", False)
-        self.use_fused_adam = kwargs.pop("use_fused_adam", False)
-        self.use_fused_clip_norm = kwargs.pop("use_fused_clip_norm", False)
-
-    @classmethod
-    def from_pretrained(cls, name):
-        cls.loaded.append(name)
-        if name == "Habana/clip" and getattr(cls, "offline", False):
-            raise OSError("We couldn't connect to 'https://huggingface.co'")
-        return cls(use_torch_autocast=True, use_fused_adam=True, use_fused_clip_norm=True)
-
-    def to_dict(self):  # optimum's BaseConfig (a PretrainedConfig) has it
-        return dict(vars(self))
-
-    def save_pretrained(self, folder):
-        import json
-        from pathlib import Path
-
-        Path(folder, "gaudi_config.json").write_text(json.dumps(vars(self)))
-
-
-def install_optimum_habana(monkeypatch, args_class=FakeGaudiTrainingArguments, offline=False):
-    class FakeGaudiTrainer:
-        pass
-
-    FakeGaudiConfig.loaded = []
-    FakeGaudiConfig.offline = offline
-    _module(monkeypatch, "optimum")
-    return _module(monkeypatch, "optimum.habana", GaudiTrainingArguments=args_class,
-                   GaudiConfig=FakeGaudiConfig, GaudiTrainer=FakeGaudiTrainer)
-
-
-__all__ = ["FakeGaudiConfig", "FakeGaudiTrainingArguments", "fake_cuda", "install_habana", "install_optimum_habana"]
+__all__ = ["BRIDGE", "fake_cuda", "install_habana"]
