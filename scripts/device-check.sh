@@ -34,13 +34,21 @@ else
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 fi
 SITE="$WORK/site"
-"$PY" -m pip install -q --no-index --no-deps --target "$SITE" "$WHEELS"/min/*.whl || exit 1
-"$PY" -c "import pydantic, anyio" 2>/dev/null || "$PY" -m pip install -q --no-index --no-deps --target "$SITE" \
-  "$WHEELS"/fallback/*.whl
+[ -d "$WHEELS/min" ] || { echo "no $WHEELS/min: run scripts/device-wheels.sh here and carry $WHEELS"; exit 1; }
+# --no-compile: byte-compiling mlflow and its deps costs tens of seconds of the device budget
+"$PY" -m pip install -q --no-compile --no-index --no-deps --target "$SITE" "$WHEELS"/min/*.whl || exit 1
+"$PY" -c "import pydantic, anyio" 2>/dev/null || "$PY" -m pip install -q --no-compile --no-index --no-deps \
+  --target "$SITE" "$WHEELS"/fallback/*.whl
 export PYTHONPATH="$REPO:$SITE" MLFLOW_TRACKING_URI="sqlite:///$OUT/mlflow.db" BRIDGETOWER_MLFLOW_CACHE="$WORK/cache"
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-"$PY" -c 'import torch, transformers, mlflow, datasets; print("mode", "'"$MODE"'", "torch", torch.__version__,
-  "cuda", torch.cuda.is_available(), "transformers", transformers.__version__, "mlflow", mlflow.__version__)' || exit 1
+# opening the sqlite store imports what every run needs (sqlalchemy, alembic, ...): a missing wheel fails
+# here in seconds, with its name, instead of in each run
+"$PY" -c 'import torch, transformers, mlflow, datasets
+mlflow.MlflowClient().search_experiments()
+print("mode", "'"$MODE"'", "torch", torch.__version__, "cuda", torch.cuda.is_available(), "transformers",
+      transformers.__version__, "mlflow", mlflow.__version__, "store ok")' || { echo "import check failed"; exit 1; }
+# every measured step inside one epoch: an epoch boundary restarts the data-loader workers mid-window
+"$PY" -m bridgetower_mlflow sample-data --train-size $(( (STEPS + 1) * 48 )) > /dev/null || exit 1
 
 echo "== pytest -m cuda"
 timeout "$(( $(left) < 120 ? $(left) : 120 ))" "$PY" -m pytest -q -m cuda -ra -p no:cacheprovider \

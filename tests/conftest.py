@@ -39,6 +39,13 @@ def _isolated_env(monkeypatch, tmp_path):
     for name in _MLFLOW_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
+    saved = {k: v for k, v in os.environ.items() if k.startswith("ACCELERATE_")}
+    yield
+    # what accelerate's settings wrote into os.environ stays with its test (TrainingArguments exports
+    # ACCELERATE_DYNAMO_BACKEND, which every later Trainer and subprocess would compile with)
+    for key in [k for k in os.environ if k.startswith("ACCELERATE_")]:
+        del os.environ[key]
+    os.environ.update(saved)
 
 
 @pytest.fixture

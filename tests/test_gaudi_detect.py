@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bridgetower_mlflow.accelerators.detection import package_version  # noqa: E402
 from bridgetower_mlflow.accelerators.gaudi import detect as gaudi_detect  # noqa: E402
 from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi.arguments import NATIVE_PATH  # noqa: E402
+from bridgetower_mlflow.accelerators.gaudi.arguments import NATIVE_PATH, OPTIMUM_PATH  # noqa: E402
 from bridgetower_mlflow.errors import AcceleratorUnavailable  # noqa: E402
 
 from fakes import install_habana  # noqa: E402
@@ -28,7 +29,8 @@ def test_detect_through_hlml(monkeypatch, hlml_stub):
     info = GaudiAccelerator("gaudi").detect(8, 8)
     assert (info.kind, info.device_name, info.count, info.memory_gb) == ("gaudi2", "HL-225", 8, 96.0)
     assert info.driver == "1.24.0-a2a5f9c"  # pyhlml answers bytes: decoded
-    assert info.extra_tags["gaudi.path"] == NATIVE_PATH and info.extra_tags["gaudi.detected_by"] == "hlml"
+    path = OPTIMUM_PATH if package_version("optimum-habana") else NATIVE_PATH  # what this environment holds
+    assert info.extra_tags["gaudi.path"] == path and info.extra_tags["gaudi.detected_by"] == "hlml"
     calls = hlml_stub.calls()
     assert calls[0] == "hlml_init" and calls[-1] == "hlml_shutdown" and calls.count("hlml_init") == 1
 
