@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .accelerators.registry import ACCELERATOR_KINDS
 from .contract import FALSE_WORDS, TRUE_WORDS

@@ -3,7 +3,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bridgetower_mlflow.cli import main  # noqa: E402
+from bridgetower_mlflow.cli import main
 
 if __name__ == "__main__":
     main(["compare", *sys.argv[1:]])

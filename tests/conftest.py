@@ -88,7 +88,7 @@ class MlflowServer:
         self.extra, self.env, self.process = list(extra), env, None
         self.url = f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "MlflowServer":
+    def start(self) -> MlflowServer:
         command = [str(BIN / "mlflow"), "server", "--backend-store-uri", self.backend_uri,
                    "--artifacts-destination", str(self.artifacts), "--host", "127.0.0.1",
                    "--port", str(self.port), "--workers", "1", *self.extra]

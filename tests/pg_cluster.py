@@ -34,7 +34,7 @@ class PostgresCluster:
     def uri(self) -> str:
         return f"postgresql+psycopg2://postgres@127.0.0.1:{self.port}/mlflow"
 
-    def start(self) -> "PostgresCluster":
+    def start(self) -> PostgresCluster:
         if os.geteuid() == 0:
             shutil.chown(self.folder, "postgres", "postgres")
         initdb, pg_ctl = pg_binary("initdb"), pg_binary("pg_ctl")

@@ -14,24 +14,24 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bridgetower_mlflow.accelerators.cpu import CpuAccelerator  # noqa: E402
-from bridgetower_mlflow.accelerators.cuda import nvjpeg  # noqa: E402
-from bridgetower_mlflow.accelerators.cuda.adapter import CudaAccelerator  # noqa: E402
-from bridgetower_mlflow.accelerators.cuda.arguments import cuda_training_kwargs, nvidia_label  # noqa: E402
-from bridgetower_mlflow.contract import ADVICE_TAG, ENERGY_METRIC  # noqa: E402
-from bridgetower_mlflow.data.device_decode.batch_plan import RankBatchPlan  # noqa: E402
-from bridgetower_mlflow.data.device_decode.image_ops import DeviceImageOps  # noqa: E402
-from bridgetower_mlflow.data.device_decode.sources import JpegBytesCollate  # noqa: E402
-from bridgetower_mlflow.data.image_transform import ImageSpec  # noqa: E402
-from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError, DeviceDecodeUnavailable  # noqa: E402
-from bridgetower_mlflow.launch.ranks import RankInfo  # noqa: E402
-from bridgetower_mlflow.telemetry.samplers.mlflow_collectors import mlflow_collectors  # noqa: E402
+from bridgetower_mlflow.accelerators.cpu import CpuAccelerator
+from bridgetower_mlflow.accelerators.cuda import nvjpeg
+from bridgetower_mlflow.accelerators.cuda.adapter import CudaAccelerator
+from bridgetower_mlflow.accelerators.cuda.arguments import cuda_training_kwargs, nvidia_label
+from bridgetower_mlflow.contract import ADVICE_TAG, ENERGY_METRIC
+from bridgetower_mlflow.data.device_decode.batch_plan import RankBatchPlan
+from bridgetower_mlflow.data.device_decode.image_ops import DeviceImageOps
+from bridgetower_mlflow.data.device_decode.sources import JpegBytesCollate
+from bridgetower_mlflow.data.image_transform import ImageSpec
+from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError, DeviceDecodeUnavailable
+from bridgetower_mlflow.launch.ranks import RankInfo
+from bridgetower_mlflow.telemetry.samplers.mlflow_collectors import mlflow_collectors
 
-from fakes import fake_cuda  # noqa: E402
-from fakes.data import make_jpeg_dataset, pil_reference  # noqa: E402
-from fakes.native_libs import Mig, gpus, nvml_stub  # noqa: E402, F401 - nvml_stub: a fixture
-from fakes.native_libs.observation import observe  # noqa: E402
-from fakes.requests import MEAN, STD, decode_request, device, settings  # noqa: E402
+from fakes import fake_cuda
+from fakes.data import make_jpeg_dataset, pil_reference
+from fakes.native_libs import Mig, gpus, nvml_stub  # noqa: F401 - nvml_stub: a fixture
+from fakes.native_libs.observation import observe
+from fakes.requests import MEAN, STD, decode_request, device, settings
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no NVIDIA GPU visible to torch")
 COMMON = {"output_dir": "out", "per_device_train_batch_size": 4, "report_to": "none", "remove_unused_columns": False}

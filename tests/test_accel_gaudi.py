@@ -12,9 +12,9 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bridgetower_mlflow.accelerators.gaudi import detect as gaudi_detect  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi.arguments import (  # noqa: E402
+from bridgetower_mlflow.accelerators.gaudi import detect as gaudi_detect
+from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator
+from bridgetower_mlflow.accelerators.gaudi.arguments import (
     NATIVE_PATH,
     OPTIMUM_PATH,
     choose_gaudi_path,
@@ -22,13 +22,13 @@ from bridgetower_mlflow.accelerators.gaudi.arguments import (  # noqa: E402
     mpirun_command,
     parse_lscpu,
 )
-from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError  # noqa: E402
+from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError
 
-from fakes import (  # noqa: E402
+from fakes import (
     BRIDGE,
     install_habana,
 )
-from fakes.requests import device, settings  # noqa: E402
+from fakes.requests import device, settings
 
 COMMON = {"output_dir": "out", "per_device_train_batch_size": 48, "report_to": "none",
           "remove_unused_columns": False, "adam_epsilon": 1e-8, "use_cpu": True}

@@ -9,21 +9,21 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bridgetower_mlflow.accelerators.gaudi import telemetry as hlml_sampler  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi.telemetry import (  # noqa: E402
+from bridgetower_mlflow.accelerators.gaudi import telemetry as hlml_sampler
+from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator
+from bridgetower_mlflow.accelerators.gaudi.telemetry import (
     HlmlSampler,
     HlSmiSampler,
     HpuReading,
     hpu_metrics,
     parse_hl_smi,
 )
-from bridgetower_mlflow.contract import ADVICE_TAG, ENERGY_METRIC  # noqa: E402
-from bridgetower_mlflow.launch.ranks import RankInfo  # noqa: E402
+from bridgetower_mlflow.contract import ADVICE_TAG, ENERGY_METRIC
+from bridgetower_mlflow.launch.ranks import RankInfo
 
-from fakes.native_libs import hlml_stub, hpus  # noqa: E402, F401 - hlml_stub: a fixture
-from fakes.native_libs.observation import observe  # noqa: E402
-from fakes.requests import device  # noqa: E402
+from fakes.native_libs import hlml_stub, hpus  # noqa: F401 - hlml_stub: a fixture
+from fakes.native_libs.observation import observe
+from fakes.requests import device
 
 HL_SMI = "0, 2, 87, 40960, 98304, 512\n1, 6, 0, 512, 98304, 97\n"  # index, module_id, then the readings
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bridgetower_mlflow.accelerators.detection import package_version  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi import detect as gaudi_detect  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi.arguments import NATIVE_PATH, OPTIMUM_PATH  # noqa: E402
-from bridgetower_mlflow.errors import AcceleratorUnavailable  # noqa: E402
+from bridgetower_mlflow.accelerators.detection import package_version
+from bridgetower_mlflow.accelerators.gaudi import detect as gaudi_detect
+from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator
+from bridgetower_mlflow.accelerators.gaudi.arguments import NATIVE_PATH, OPTIMUM_PATH
+from bridgetower_mlflow.errors import AcceleratorUnavailable
 
-from fakes import install_habana  # noqa: E402
-from fakes.native_libs import hlml_stub, hpus  # noqa: E402, F401 - hlml_stub: a fixture
+from fakes import install_habana
+from fakes.native_libs import hlml_stub, hpus  # noqa: F401 - hlml_stub: a fixture
 
 
 @pytest.fixture(autouse=True)

@@ -18,10 +18,10 @@ import pytest
 
 pytest.importorskip("optimum.habana", reason="the Gaudi stack (optimum-habana 1.21.2) runs in .venv-gaudi")
 
-from bridgetower_mlflow.data.sample import default_sample_dir  # noqa: E402
+from bridgetower_mlflow.data.sample import default_sample_dir
 
-from conftest import BIN, REPO, run_cli  # noqa: E402
-from fakes import BRIDGE  # noqa: E402
+from conftest import BIN, REPO, run_cli
+from fakes import BRIDGE
 
 pytestmark = pytest.mark.slow
 

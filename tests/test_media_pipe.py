@@ -17,16 +17,16 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bridgetower_mlflow.accelerators.gaudi import media_pipe as habana_media_pipe  # noqa: E402
-from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator  # noqa: E402
-from bridgetower_mlflow.data.device_decode.batch_plan import RankBatchPlan  # noqa: E402
-from bridgetower_mlflow.data.device_decode.jpeg_files import cache_folder, write_once  # noqa: E402
-from bridgetower_mlflow.errors import DeviceDecodeUnavailable  # noqa: E402
+from bridgetower_mlflow.accelerators.gaudi import media_pipe as habana_media_pipe
+from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator
+from bridgetower_mlflow.data.device_decode.batch_plan import RankBatchPlan
+from bridgetower_mlflow.data.device_decode.jpeg_files import cache_folder, write_once
+from bridgetower_mlflow.errors import DeviceDecodeUnavailable
 
-from fakes import install_habana  # noqa: E402
-from fakes.data import make_jpeg_dataset, pil_reference  # noqa: E402
-from fakes.habana_native import install_media_natives, install_media_stack, purge_media_modules  # noqa: E402
-from fakes.requests import MEAN, STD, decode_request  # noqa: E402
+from fakes import install_habana
+from fakes.data import make_jpeg_dataset, pil_reference
+from fakes.habana_native import install_media_natives, install_media_stack, purge_media_modules
+from fakes.requests import MEAN, STD, decode_request
 
 
 @pytest.fixture(autouse=True)

@@ -7,8 +7,8 @@ Intel MPI and MPICH PMI_RANK/PMI_SIZE and MPI_LOCALRANKID/MPI_LOCALNRANKS. Readi
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 RANK_KEYS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 WORLD_KEYS = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
@@ -41,7 +41,7 @@ class RankInfo:
         return self.world_size > 1
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "RankInfo":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> RankInfo:
         env = os.environ if env is None else env
         world = max(_first_int(env, WORLD_KEYS, 1), 1)
         local_world = _first_int(env, LOCAL_WORLD_KEYS, world)

@@ -10,7 +10,7 @@ import logging
 import re
 import threading
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..contract import SYSTEM_PREFIX
 
@@ -34,7 +34,7 @@ class SystemMonitor:
         self._warned: set[str] = set()
         self._sums: dict[str, list[float]] = {}  # bare name -> [total, count], for the run's advice
 
-    def start(self) -> "SystemMonitor":
+    def start(self) -> SystemMonitor:
         for sampler in self.samplers:
             getattr(sampler, "start", lambda: None)()
         self._thread.start()

@@ -69,7 +69,7 @@ class RunSession:
         self.buffer.skip_upto.update({k: s for k, s in self.last_steps.items() if not k.startswith("system/")})
 
     @classmethod
-    def start(cls, experiment_name: str, run_name: str, tags: dict, resume_run_id: str | None = None) -> "RunSession":
+    def start(cls, experiment_name: str, run_name: str, tags: dict, resume_run_id: str | None = None) -> RunSession:
         """Resume MLFLOW_RUN_ID (mlflow run, sweeps) or `resume_run_id`, else start a new run."""
         import mlflow
 

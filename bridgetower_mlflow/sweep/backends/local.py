@@ -9,6 +9,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import click
+
 from ...contract import ERROR_TAG, PARENT_RUN_TAG, RUN_KIND_TAG, RUN_KIND_TRAIN, RUN_NAME_TAG, THROUGHPUT_METRIC
 from ..grid import SweepCell
 from .process import exit_reason, run_train_process
@@ -109,7 +111,7 @@ def _attach_log(client, run_id: str, log_path: Path) -> None:
     try:
         client.log_artifact(run_id, str(log_path), "sweep")
     except Exception as exc:  # noqa: BLE001 - an artifact-store hiccup must not stop the sweep
-        print(f"warning: could not log the train output of {run_id}: {exc}", file=sys.stderr)
+        click.echo(f"warning: could not log the train output of {run_id}: {exc}", err=True)
 
 
 def _tail(log_path: Path) -> list[str]:
@@ -119,11 +121,11 @@ def _tail(log_path: Path) -> list[str]:
 def print_failure(result: ChildResult) -> None:
     """The failed child's reason and the last lines of its output, on stderr."""
     where = f" on {result.node}" if result.node else ""
-    print(f"  {result.cell.run_name}{where}: {result.reason or result.status}", file=sys.stderr)
+    click.echo(f"  {result.cell.run_name}{where}: {result.reason or result.status}", err=True)
     if result.tail:
-        print("  last lines of its output:", file=sys.stderr)
+        click.echo("  last lines of its output:", err=True)
     for line in result.tail:
-        print(f"    {line}", file=sys.stderr)
+        click.echo(f"    {line}", err=True)
 
 
 def progress_line(index: int, total: int, result: ChildResult) -> str:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import signal
-import sys
 import time
 from dataclasses import dataclass, replace
+
+import click
 
 from ...contract import HOST_NAME_TAG, PARENT_RUN_TAG, RAY_NODE_ID_TAG
 from ...errors import ConfigError
@@ -131,8 +132,8 @@ class RayBackend:
         # a second Ctrl-C (or SIGTERM) must not strand RUNNING runs: this cleanup is bounded
         previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            print(f"interrupted: cancelling {len(pending)} cells (up to {CANCEL_GRACE_SECONDS:.0f} s)",
-                  file=sys.stderr)
+            click.echo(f"interrupted: cancelling {len(pending)} cells (up to {CANCEL_GRACE_SECONDS:.0f} s)",
+                       err=True)
             for ref in pending:
                 self.ray.cancel(ref, force=False)  # KeyboardInterrupt inside the task: its `finally` stops train
             _, left = self.ray.wait(list(pending), num_returns=len(pending), timeout=CANCEL_GRACE_SECONDS)

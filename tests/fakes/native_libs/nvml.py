@@ -83,7 +83,7 @@ class NvmlStub:
         self.write()
 
     def set(self, gpus: list[Gpu] | None = None, migs: list[Mig] | None = None, driver: str | None = None,
-            init_error: int | None = None) -> "NvmlStub":
+            init_error: int | None = None) -> NvmlStub:
         """Replace what is given; `init_error` is the code nvmlInit answers (e.g. 9, driver not loaded)."""
         self.gpus = self.gpus if gpus is None else list(gpus)
         self.migs = self.migs if migs is None else list(migs)
