@@ -12,8 +12,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .accelerators.registry import ACCELERATOR_KINDS
-from .contract import FALSE_WORDS, TRUE_WORDS
+from .contract import ACCELERATOR_KINDS, FALSE_WORDS, TRUE_WORDS
 from .errors import ConfigError
 
 MODEL_PRESETS = ("tiny", "base", "large")

@@ -5,6 +5,21 @@ A writer and its readers import the same constant, so a rename cannot split them
 
 from __future__ import annotations
 
+# --- accelerator names (the `accel` values) and their families; device models are checked at detection --
+CPU_NAMES = ("cpu",)
+NVIDIA_NAMES = ("cuda", "a100", "h100", "h200")
+GAUDI_NAMES = ("gaudi", "gaudi2", "gaudi3")
+ACCELERATOR_KINDS = CPU_NAMES + NVIDIA_NAMES + GAUDI_NAMES
+CPU_FAMILY, CUDA_FAMILY, GAUDI_FAMILY = "cpu", "cuda", "gaudi"
+FAMILY_NAMES = {CPU_FAMILY: CPU_NAMES, CUDA_FAMILY: NVIDIA_NAMES, GAUDI_FAMILY: GAUDI_NAMES}
+
+
+def accelerator_family(name: str) -> str | None:
+    """cpu, cuda or gaudi for an accelerator name; None for a name that is none of them."""
+    key = str(name).strip().lower()
+    return next((family for family, names in FAMILY_NAMES.items() if key in names), None)
+
+
 # --- run kinds (tag RUN_KIND_TAG) ----------------------------------------------------------------
 RUN_KIND_TAG = "bridgetower.run_kind"
 RUN_KIND_TRAIN, RUN_KIND_SWEEP, RUN_KIND_COMPARE = "train", "sweep", "compare"

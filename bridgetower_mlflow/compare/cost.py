@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..accelerators.registry import ACCELERATOR_KINDS
+from ..contract import ACCELERATOR_KINDS
 from ..errors import ConfigError
 from .grouping import GroupStats
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from ..accelerators.registry import ACCELERATOR_KINDS
-from ..contract import DECODE_CLASSES, DECODE_CPU
+from ..contract import ACCELERATOR_KINDS, DECODE_CLASSES, DECODE_CPU
 from .records import RunRecord
 from .stats import median_or_none, olympic_mean
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..accelerators.registry import family
-from ..errors import ConfigError
+from ..contract import accelerator_family as contract_family
 from .grouping import GroupStats, Setting, ratio
 from .speedups import ConfigSection
 from .stats import within_noise
@@ -48,11 +47,8 @@ class HeadlinePair:
 
 
 def accelerator_family(name: str) -> str:
-    """gaudi, cuda, cpu, or `other` for a name the registry does not know."""
-    try:
-        return family(name)
-    except ConfigError:
-        return "other"
+    """gaudi, cuda, cpu, or `other` for a name that is none of the accelerator names."""
+    return contract_family(name) or "other"
 
 
 def column_accelerators(section: ConfigSection) -> dict[str, str]:
