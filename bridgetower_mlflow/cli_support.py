@@ -24,7 +24,7 @@ def mark_project_run_failed(message: str) -> None:
     try:
         from mlflow.tracking import MlflowClient
 
-        from .tracking.params import redact_text
+        from .redact import redact_text
 
         client = MlflowClient()
         if client.get_run(run_id).info.status == "RUNNING":
@@ -42,7 +42,7 @@ def reports_errors(command):
         try:
             return command(*args, **kwargs)
         except BridgeTowerMlflowError as exc:
-            from .tracking.params import redact_text
+            from .redact import redact_text
 
             message = redact_text(str(exc).splitlines()[0])  # a misspelled secret flag still echoes its value
             mark_project_run_failed(message)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .contract import ACCELERATOR_KINDS, FALSE_WORDS, TRUE_WORDS
 from .errors import ConfigError
+from .redact import secret_name
 
 MODEL_PRESETS = ("tiny", "base", "large")
 DISTRIBUTION_STRATEGIES = ("ddp", "fast_ddp")
@@ -108,14 +109,12 @@ def register_name(field_name: str, value) -> str:
     return name
 
 
-SECRET_FLAG_WORDS = {"token", "password", "passwd", "secret", "key", "apikey", "credentials"}
 _FLAG = re.compile(r"(?<![^\s'\"])--?[A-Za-z][\w.-]*")
 
 
 def secret_flag(word: str) -> bool:
-    """`--hub_token`, `--api-key=...`: a flag whose name says token, password, secret or key."""
-    name = word.lstrip("-").split("=", 1)[0].lower() if word.startswith("-") else ""
-    return not SECRET_FLAG_WORDS.isdisjoint(re.split(r"[_.-]", name))
+    """`--hub_token`, `--api-key=...`: a flag whose name says it holds a secret (redact.py's vocabulary)."""
+    return word.startswith("-") and secret_name(word)
 
 
 def secret_flag_refusal(name: str, text: str, words) -> ConfigError | None:

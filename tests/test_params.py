@@ -1,13 +1,7 @@
 """Params: flattening, limits, secret redaction and mlflow-run equality."""
 
-from bridgetower_mlflow.tracking.params import (
-    REDACTED,
-    conflicts,
-    flatten,
-    prepare_params,
-    redact_text,
-    same_value,
-)
+from bridgetower_mlflow.redact import REDACTED, redact_text
+from bridgetower_mlflow.tracking.params import conflicts, flatten, prepare_params, same_value
 
 
 def test_flatten_nested_dicts_to_dotted_keys():

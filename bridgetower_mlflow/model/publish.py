@@ -116,7 +116,7 @@ def publish_model(config, prepared, session, trainer, metrics: dict) -> str | No
     """Save, log and (with register_as) register; returns the registered version number or None."""
     from mlflow.tracking import MlflowClient
 
-    from ..tracking.params import redact_text
+    from ..redact import redact_text
 
     folder = Path(prepared.args.output_dir) / "final-model"
     save_checkpoint(replace(prepared.loaded, model=trainer.model), folder, config.max_seq_length)

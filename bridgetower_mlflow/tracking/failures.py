@@ -5,14 +5,9 @@ from __future__ import annotations
 import os
 
 from ..errors import TrackingError
-from .params import redact_text
+from ..redact import first_line, redact_text
 
 DENIED_CODES = {"PERMISSION_DENIED", "UNAUTHENTICATED"}
-
-
-def first_line(exc: BaseException, limit: int = 300) -> str:
-    """The exception's first line (or its type), redacted and shortened."""
-    return redact_text((str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit])
 
 
 def tracking_uri() -> str:

@@ -9,7 +9,7 @@ def runs_view_url(experiment_id: str, run_id: str | None = None) -> tuple[str, s
     """(url, how to start the UI first or None); the runs table is the 'Model training' view."""
     import mlflow
 
-    from .params import redact_text
+    from ..redact import redact_text
 
     uri = mlflow.get_tracking_uri()
     if uri.startswith(("http://", "https://")):

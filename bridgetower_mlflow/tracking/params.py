@@ -1,32 +1,15 @@
-"""Params: flatten, redact secrets, fit MLflow's limits without dropping anything."""
+"""Params: flatten, redact secrets (redact.py says which), fit MLflow's limits without dropping anything."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import re
 
 from ..contract import MAX_KEY, MAX_PARAM_VALUE, PARAMS_FILE, PARAMS_PER_BATCH
+from ..redact import REDACTED, is_secret, secret_values
 
 MAX_VALUE = MAX_PARAM_VALUE
 BATCH = PARAMS_PER_BATCH
-REDACTED = "***"
-
-_SECRET_KEY = re.compile(
-    r"(?i)(passw(or)?d|passwd|secret|credential|api[_-]?key|access[_-]?key|private[_-]?key|"
-    r"auth(orization)?([_-]?header)?$|(^|[._-])token$|_token$|bearer)"
-)
-_SECRET_VALUE = re.compile(
-    r"(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[A-Za-z0-9_-]{20,}|"
-    r"AKIA[0-9A-Z]{16}|eyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,}|(?i:bearer)\s+\S{8,}|"
-    r"xox[bpas]-[\w-]{10,})"
-)
-_URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
-_SECRET_ENV = ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
-               "MLFLOW_TRACKING_CLIENT_CERT_PATH", "AWS_SECRET_ACCESS_KEY", "DATABRICKS_TOKEN")
-
-
 def flatten(value, prefix: str = "") -> dict[str, object]:
     """Nested dicts become dotted keys; lists stay as JSON values."""
     if isinstance(value, dict):
@@ -43,25 +26,6 @@ def _as_text(value) -> str:
     if isinstance(value, (list, tuple, dict)):
         return json.dumps(value, default=str)
     return str(value)
-
-
-def secret_values() -> list[str]:
-    """Secrets present in this process's environment: any param holding one is redacted."""
-    return [os.environ[name] for name in _SECRET_ENV if len(os.environ.get(name, "")) >= 4]
-
-
-def is_secret(key: str, text: str, known: list[str]) -> bool:
-    if _SECRET_KEY.search(key) and text not in ("", "None", "null", "[]", "{}"):
-        return True
-    return bool(_SECRET_VALUE.search(text) or _URL_USERINFO.search(text)) or any(s in text for s in known)
-
-
-def redact_text(text: str, known: list[str] | None = None) -> str:
-    """Replace token-, password- or key-like parts of free text (descriptions, logs) by ***."""
-    known = secret_values() if known is None else known
-    for secret in known:
-        text = text.replace(secret, REDACTED)
-    return _URL_USERINFO.sub(REDACTED + "@", _SECRET_VALUE.sub(REDACTED, text))
 
 
 def prepare_params(params: dict) -> tuple[dict[str, str], dict[str, str]]:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError, TrackingError
+from ..redact import redact_text
 from . import params as params_mod
 from .failures import tracking_error
 from .metric_buffer import MetricBuffer
@@ -109,7 +110,7 @@ class RunSession:
 
     def set_tags(self, tags: dict) -> None:
         """Queued with the metrics, in order: spilled and replayed like them when the server is away."""
-        self.buffer.log_tags({k: params_mod.redact_text(str(v)) for k, v in tags.items()})
+        self.buffer.log_tags({k: redact_text(str(v)) for k, v in tags.items()})
 
     def set_description(self, text: str) -> None:
         self.set_tags({"mlflow.note.content": text})
@@ -167,6 +168,6 @@ def _probe_server(uri: str, attempts: int = 3) -> None:
         except (OSError, ValueError) as exc:
             reason = getattr(exc, "reason", exc)
             if attempt == attempts - 1:
-                raise TrackingError(f"tracking: server {params_mod.redact_text(uri)} unreachable ({reason}); "
+                raise TrackingError(f"tracking: server {redact_text(uri)} unreachable ({reason}); "
                                     "allowed: a running MLflow server URL, or sqlite:///path/mlflow.db") from None
             time.sleep(1 + attempt)

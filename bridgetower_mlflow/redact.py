@@ -1,0 +1,56 @@
+"""The one secret vocabulary (names, values, environment) and the one way to show an error. Stdlib only.
+
+Params, tags, descriptions, error messages and hf_args flags are all judged by the same words.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+REDACTED = "***"
+# a name that says it holds a secret: `hub_token`, `api-key`, `db_password`, `client_secret`, `Authorization`
+SECRET_NAME = re.compile(
+    r"(?i)(passw(or)?d|passwd|secret|credential|api[_-]?key|access[_-]?key|private[_-]?key|(^|[._-])key$|"
+    r"auth(orization)?([_-]?header)?$|(^|[._-])token$|bearer)"
+)
+# a value that is a secret whatever it is called: Hub, GitHub, OpenAI, AWS, JWT, bearer and Slack tokens
+SECRET_VALUE = re.compile(
+    r"(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[A-Za-z0-9_-]{20,}|"
+    r"AKIA[0-9A-Z]{16}|eyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,}|(?i:bearer)\s+\S{8,}|"
+    r"xox[bpas]-[\w-]{10,})"
+)
+URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")  # user:password@ in any URI
+SECRET_ENV = ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
+              "MLFLOW_TRACKING_CLIENT_CERT_PATH", "AWS_SECRET_ACCESS_KEY", "DATABRICKS_TOKEN")
+EMPTY_VALUES = ("", "None", "null", "[]", "{}")
+
+
+def secret_name(name: str) -> bool:
+    """True for a key or flag name that says it holds a secret (`--hub_token` -> hub_token)."""
+    return bool(SECRET_NAME.search(name.lstrip("-").split("=", 1)[0]))
+
+
+def secret_values() -> list[str]:
+    """Secrets present in this process's environment: any text holding one is redacted."""
+    return [os.environ[name] for name in SECRET_ENV if len(os.environ.get(name, "")) >= 4]
+
+
+def is_secret(key: str, text: str, known: list[str]) -> bool:
+    """A param is secret by its name (when it holds anything), by its value's shape, or by a known secret."""
+    if secret_name(key) and text not in EMPTY_VALUES:
+        return True
+    return bool(SECRET_VALUE.search(text) or URL_USERINFO.search(text)) or any(s in text for s in known)
+
+
+def redact_text(text: str, known: list[str] | None = None) -> str:
+    """Replace token-, password- or key-like parts of free text (descriptions, logs, URIs) by ***."""
+    known = secret_values() if known is None else known
+    for secret in known:
+        text = text.replace(secret, REDACTED)
+    return URL_USERINFO.sub(REDACTED + "@", SECRET_VALUE.sub(REDACTED, text))
+
+
+def first_line(exc: BaseException, limit: int = 500) -> str:
+    """An exception as one redacted line: its first line of text, or its type's name when it has none."""
+    return redact_text((str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit])
