@@ -53,6 +53,7 @@ demo: install
 lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 # On the Gaudi stack: optimum-habana's own tests, every vendor-Python test, and the CPU path's train, resume and
 # serve tests (transformers 4.55 is the floor of the declared range)

@@ -9,19 +9,21 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from .contract import ACCELERATOR_KINDS, FALSE_WORDS, TRUE_WORDS
 from .errors import ConfigError
 from .redact import secret_name
 
+Parser = Callable[[str, Any], Any]  # (field name, raw value) -> the field's value
 MODEL_PRESETS = ("tiny", "base", "large")
 DISTRIBUTION_STRATEGIES = ("ddp", "fast_ddp")
 PRECISIONS = ("auto", "fp32", "bf16")
 
 
-def parse_bool(field_name: str, value) -> bool:
+def parse_bool(field_name: str, value: Any) -> bool:
     """Accept the spellings MLproject users type: true/false, yes/no, 1/0."""
     if isinstance(value, bool):
         return value
@@ -33,7 +35,7 @@ def parse_bool(field_name: str, value) -> bool:
     raise ConfigError(field_name, value, "allowed: true or false")
 
 
-def parse_int(field_name: str, value, minimum: int | None = None) -> int:
+def parse_int(field_name: str, value: Any, minimum: int | None = None) -> int:
     """An integer at least `minimum`; floats like '2.0' are accepted when whole."""
     try:
         number = float(value)
@@ -47,7 +49,7 @@ def parse_int(field_name: str, value, minimum: int | None = None) -> int:
     return number
 
 
-def parse_float(field_name: str, value, minimum: float | None = None, exclusive: bool = False) -> float:
+def parse_float(field_name: str, value: Any, minimum: float | None = None, exclusive: bool = False) -> float:
     """A finite float above (or at least) `minimum`."""
     try:
         number = float(value)
@@ -61,7 +63,7 @@ def parse_float(field_name: str, value, minimum: float | None = None, exclusive:
     return number
 
 
-def parse_choice(field_name: str, value, choices) -> str:
+def parse_choice(field_name: str, value: Any, choices: tuple[str, ...]) -> str:
     text = str(value).strip().lower()
     if text not in choices:
         raise ConfigError(field_name, value, "allowed: " + ", ".join(choices))
@@ -69,24 +71,24 @@ def parse_choice(field_name: str, value, choices) -> str:
 
 
 # field parsers: (field name, raw value) -> value ---------------------------------------------------
-def choice(*choices: str) -> Callable:
+def choice(*choices: str) -> Parser:
     return lambda name, value: parse_choice(name, value, choices)
 
 
-def whole(minimum: int | None = None) -> Callable:
+def whole(minimum: int | None = None) -> Parser:
     return lambda name, value: parse_int(name, value, minimum)
 
 
-def positive_number(name: str, value) -> float:
+def positive_number(name: str, value: Any) -> float:
     return parse_float(name, value, 0.0, exclusive=True)
 
 
-def text(name: str, value) -> str:
+def text(name: str, value: Any) -> str:
     return str(value).strip()
 
 
-def required_text(allowed: str) -> Callable:
-    def parse(name: str, value) -> str:
+def required_text(allowed: str) -> Parser:
+    def parse(name: str, value: Any) -> str:
         if not str(value).strip():
             raise ConfigError(name, value, f"allowed: {allowed}")
         return str(value).strip()
@@ -94,14 +96,14 @@ def required_text(allowed: str) -> Callable:
     return parse
 
 
-def steps_or_epochs(name: str, value) -> int:
+def steps_or_epochs(name: str, value: Any) -> int:
     steps = parse_int(name, value)
     if steps == 0 or steps < -1:
         raise ConfigError(name, value, "allowed: a whole number >= 1, or -1 to train by epochs")
     return steps
 
 
-def register_name(field_name: str, value) -> str:
+def register_name(field_name: str, value: Any) -> str:
     name = str(value).strip()
     if name and (len(name) > 250 or any(c in name for c in "/:@%\\") or ".." in name):
         raise ConfigError(field_name, name, "allowed: a registered-model name of at most 250 characters without "
@@ -117,7 +119,7 @@ def secret_flag(word: str) -> bool:
     return word.startswith("-") and secret_name(word)
 
 
-def secret_flag_refusal(name: str, text: str, words) -> ConfigError | None:
+def secret_flag_refusal(name: str, text: str, words: Iterable[str]) -> ConfigError | None:
     """The refusal of the first secret flag in `words`; from that flag's value on, the message shows ***."""
     flag = next((word.split("=", 1)[0] for word in words if secret_flag(word)), None)
     if flag is None:
@@ -130,7 +132,7 @@ def secret_flag_refusal(name: str, text: str, words) -> ConfigError | None:
                                     f"text); {where} instead")
 
 
-def shell_words(name: str, value) -> tuple:
+def shell_words(name: str, value: Any) -> tuple[str, ...]:
     """hf_args as words; a flag carrying a secret is refused without echoing its value."""
     text = value if isinstance(value, str) else shlex.join(value)
     try:
@@ -144,7 +146,7 @@ def shell_words(name: str, value) -> tuple:
     return words
 
 
-def option(default, parse: Callable, help: str, project: bool = True):
+def option(default: Any, parse: Parser, help: str, project: bool = True) -> Any:
     """A TrainConfig field; `project=False` for what `mlflow run` sets itself (experiment, run name)."""
     return dataclasses.field(default=default, metadata={"parse": parse, "help": help, "project": project})
 
@@ -185,9 +187,9 @@ class TrainConfig:
     output_dir: str = option("outputs", lambda name, value: str(value), "folder for checkpoints and the model")
     experiment_name: str = option("", text, "MLflow experiment (mlflow run sets its own)", project=False)
     run_name: str = option("", text, "MLflow run name (default: derived from the settings)", project=False)
-    hf_args: tuple = option((), shell_words, "extra TrainingArguments flags, e.g. '--warmup_steps 10'")
+    hf_args: tuple[str, ...] = option((), shell_words, "extra TrainingArguments flags, e.g. '--warmup_steps 10'")
 
-    def to_params(self) -> dict:
+    def to_params(self) -> dict[str, Any]:
         """The asked-for settings as flat MLflow params (hf_args as one string).
 
         `resume` is left out: it is how a run continues, not what shaped it, and params are immutable.
@@ -196,7 +198,7 @@ class TrainConfig:
         params.pop("resume")
         return params
 
-    def to_fields(self) -> dict:
+    def to_fields(self) -> dict[str, Any]:
         fields = dataclasses.asdict(self)
         fields["hf_args"] = shlex.join(self.hf_args)
         return fields
@@ -205,7 +207,7 @@ class TrainConfig:
 SCHEMA = dataclasses.fields(TrainConfig)
 
 
-def build_train_config(**raw) -> TrainConfig:
+def build_train_config(**raw: Any) -> TrainConfig:
     """Validate raw CLI/MLproject values (strings allowed) into a TrainConfig; raises ConfigError."""
     values = {}
     for spec in SCHEMA:

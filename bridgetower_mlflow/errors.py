@@ -12,7 +12,7 @@ class ConfigError(BridgeTowerMlflowError):
 
     exit_code = 2
 
-    def __init__(self, field: str, value, allowed: str):
+    def __init__(self, field: str, value: object, allowed: str) -> None:
         self.field, self.value, self.allowed = field, value, allowed
         super().__init__(f"{field}: invalid value {value!r}; {allowed}")
 

@@ -7,6 +7,10 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 from ..errors import DataError
 from .collate import ImageTransform
@@ -19,8 +23,8 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 class PreparedData:
     """Tokenized splits with on-the-fly image decoding, plus what identifies the data."""
 
-    train: object
-    validation: object
+    train: Dataset
+    validation: Dataset
     validation_rows: list[dict]  # raw text columns for caption matching
     source: str
     fingerprint: str

@@ -100,7 +100,7 @@ class MetricBuffer:
         with self._lock:
             self._forget_a_removed_spill_locked()
             if self._spilled:
-                rows = []
+                rows: list = []
                 with open(self.spill_path, encoding="utf-8") as handle:
                     handle.seek(self._read_pos)
                     while len(rows) < min(self.batch_size, self._spilled):

@@ -33,7 +33,7 @@ def create_run(experiment_name: str, run_name: str, tags: dict) -> str:
     try:
         experiment = mlflow.set_experiment(experiment_name) if experiment_name else None
         experiment_id = experiment.experiment_id if experiment else mlflow.tracking.fluent._get_experiment_id()
-        return MlflowClient().create_run(experiment_id, tags=tags, run_name=run_name).info.run_id
+        return MlflowClient().create_run(str(experiment_id), tags=tags, run_name=run_name).info.run_id
     except Exception as exc:  # noqa: BLE001 - server down, bad URI, permissions
         raise tracking_error("create the run", exc) from None
 

@@ -32,7 +32,8 @@ def writes_into(output_dir: str):
 
 def unwritable(output_dir: str, exc: Exception) -> OutputUnwritable:
     reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200]
-    where = f" at {exc.filename}" if getattr(exc, "filename", None) else ""
+    filename = getattr(exc, "filename", None)
+    where = f" at {filename}" if filename else ""
     return OutputUnwritable(f"output_dir: cannot write into {output_dir!r} ({reason}{where}); allowed: a folder "
                             "this user can create and write, with room for checkpoints and the model")
 

@@ -5,11 +5,19 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..accelerators.base import DecodeRequest
 from ..contract import CPU_LOADER
 from ..errors import ConfigError, DeviceDecodeUnavailable
 from .arguments import recipe_settings
+
+if TYPE_CHECKING:
+    from transformers import TrainingArguments
+
+    from ..accelerators.base import Accelerator, DeviceInfo, DeviceLoader, TrainingRecipe
+    from ..data.loading import PreparedData
+    from ..modeling import LoadedModel
 
 log = logging.getLogger(__name__)
 
@@ -18,13 +26,13 @@ log = logging.getLogger(__name__)
 class Prepared:
     """The run's parts, ready to train: adapter and device, model, data, recipe and its arguments."""
 
-    adapter: object
-    device: object  # accelerators.base.DeviceInfo
-    loaded: object  # modeling.LoadedModel
-    data: object  # data.loading.PreparedData
-    recipe: object  # accelerators.base.TrainingRecipe
-    args: object  # the recipe's TrainingArguments
-    device_loader: object = None  # accelerators.base.DeviceLoader when decoding on the device
+    adapter: Accelerator
+    device: DeviceInfo
+    loaded: LoadedModel
+    data: PreparedData
+    recipe: TrainingRecipe
+    args: TrainingArguments  # the recipe's class: TrainingArguments or GaudiTrainingArguments
+    device_loader: DeviceLoader | None = None  # when decoding on the device
     data_loader: str = CPU_LOADER
     fallback_reason: str | None = None
     total_steps: int = 0
