@@ -32,7 +32,7 @@ BATCH, SIZE, TARGETS = 48, 294, (100, 200, 400)
 def prepared_train():
     """The default sample set's train split (240 rows), as prepare_data hands it to the trainer."""
     from bridgetower_mlflow.data.loading import prepare_data
-    from bridgetower_mlflow.modeling import preset_tokenizer
+    from bridgetower_mlflow.model.load import preset_tokenizer
 
     config = SimpleNamespace(dataset="sample", dataset_config="", seed=42, image_column="image",
                              caption_column="image_description", max_train_samples=0, max_eval_samples=0,
@@ -44,9 +44,9 @@ class ProcessorTransform:
     """with_transform function: BridgeTowerImageProcessor on each image, in the worker."""
 
     def __init__(self, size: int):
-        from bridgetower_mlflow.modeling import _image_processor
+        from bridgetower_mlflow.model.load import preset_image_processor
 
-        self.processor = _image_processor(size)
+        self.processor = preset_image_processor(size)
 
     def __call__(self, batch: dict) -> dict:
         from bridgetower_mlflow.data.image_transform import open_image

@@ -127,7 +127,7 @@ def test_every_preset_builds_on_transformers_4_55(cache_dir):
     import transformers
     from PIL import Image
 
-    from bridgetower_mlflow.modeling import PRESETS, load_model
+    from bridgetower_mlflow.model.load import PRESETS, load_model
     from bridgetower_mlflow.telemetry.flops import count_training_flops
 
     assert transformers.__version__.startswith("4.55.")

@@ -4,7 +4,7 @@ import pytest
 import torch
 from PIL import Image
 
-from bridgetower_mlflow.modeling import count_parameters, load_model, preset_config
+from bridgetower_mlflow.model.load import count_parameters, load_model, preset_config
 
 
 def test_large_preset_is_the_866m_checkpoint_layout():

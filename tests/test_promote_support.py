@@ -37,7 +37,7 @@ class Store:
 def tiny_checkpoint(tmp_path_factory, cache_dir):
     """A saved random-init tiny model (save_pretrained + inference settings), as `train` saves it."""
     from bridgetower_mlflow.model.checkpoint import save_checkpoint
-    from bridgetower_mlflow.modeling import load_model
+    from bridgetower_mlflow.model.load import load_model
 
     return save_checkpoint(load_model("tiny", 128, 0), tmp_path_factory.mktemp("checkpoint") / "final-model", 128)
 

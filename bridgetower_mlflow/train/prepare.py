@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from ..accelerators.base import Accelerator, DeviceInfo, DeviceLoader, TrainingRecipe
     from ..data.loading import PreparedData
-    from ..modeling import LoadedModel
+    from ..model.load import LoadedModel
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def prepare(config, adapter, device, ranks) -> Prepared:
     """Load the model and data and build the recipe; raises ConfigError/DataError before any run exists."""
     from ..data.image_transform import cpu_loader_name
     from ..data.loading import prepare_data
-    from ..modeling import load_model
+    from ..model.load import load_model
 
     loaded = load_model(config.model, config.max_seq_length, config.seed)
     data = prepare_data(config, loaded.tokenizer, loaded.image.size)

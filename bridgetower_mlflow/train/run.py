@@ -59,7 +59,7 @@ def fit_and_record(config, prepared, ranks, tracked: bool = True) -> TrainResult
 
 
 def _fit(config, prepared, ranks, session) -> TrainResult:
-    from ..modeling import count_parameters
+    from ..model.load import count_parameters
     from ..tracking.null_sink import NullSink
     from .evaluate import evaluate
     from .observe import Observation

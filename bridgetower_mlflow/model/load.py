@@ -6,9 +6,9 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from .data.image_transform import CLIP_MEAN, CLIP_STD, ImageSpec
-from .data.sample import default_sample_dir, text_corpus
-from .errors import ConfigError
+from ..data.image_transform import CLIP_MEAN, CLIP_STD, ImageSpec
+from ..data.sample import default_sample_dir, text_corpus
+from ..errors import ConfigError
 
 LOGIT_SCALE_INIT = 2.6592
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def preset_config(name: str, vocab_size: int, max_seq_length: int):
     return config
 
 
-def _image_processor(image_size: int, mean=CLIP_MEAN, std=CLIP_STD):
+def preset_image_processor(image_size: int, mean=CLIP_MEAN, std=CLIP_STD):
     try:  # transformers 5.x: the PIL processor has its own name (the default one needs torchvision)
         from transformers.models.bridgetower import BridgeTowerImageProcessorPil as processor_class
     except ImportError:  # 4.55 (optimum-habana's line): the default processor is the PIL one
@@ -100,7 +100,7 @@ def load_model(name: str, max_seq_length: int, seed: int) -> LoadedModel:
         torch.manual_seed(seed)
         model = BridgeTowerForContrastiveLearning(config)
         size = config.vision_config.image_size
-        return LoadedModel(model, tokenizer, _image_processor(size), ImageSpec(size), f"preset:{name}")
+        return LoadedModel(model, tokenizer, preset_image_processor(size), ImageSpec(size), f"preset:{name}")
     return _load_pretrained(name)
 
 
@@ -122,7 +122,7 @@ def _load_pretrained(name: str) -> LoadedModel:
         mean, std = CLIP_MEAN, CLIP_STD
         processor = None
     size = model.config.vision_config.image_size
-    processor = processor or _image_processor(size, mean, std)
+    processor = processor or preset_image_processor(size, mean, std)
     return LoadedModel(model, tokenizer, processor, ImageSpec(size, mean, std), name)
 
 
