@@ -9,7 +9,7 @@ share the core):
   Image.open().convert("RGB"), float pixel_values per image;
 - habana-example: optimum-habana's contrastive example transform (full decode, bicubic resize with
   antialias of the shorter edge, center crop, float, normalize) written in torch (no torchvision);
-- ours: data/image_transform.resize_center_crop to uint8 HWC, batch by batch, plus the collate stack
+- ours: data/cpu_images.resize_center_crop to uint8 HWC, batch by batch, plus the collate stack
   and the CPU normalize_batch of each batch (what the trainer pays for it when the device is the CPU;
   with an accelerator the normalize runs there);
 - ours-worker: the data-loader worker's part alone (decode + resize + crop to uint8);
@@ -51,7 +51,7 @@ def pin_one_core() -> None:
 def make_processor(size: int):
     from transformers.models.bridgetower import BridgeTowerImageProcessorPil
 
-    from bridgetower_mlflow.data.image_transform import CLIP_MEAN, CLIP_STD
+    from bridgetower_mlflow.data.cpu_images import CLIP_MEAN, CLIP_STD
 
     # crop_size must be {"shortest_edge": n}: this processor ignores height/width there (5.24 fails on them)
     return BridgeTowerImageProcessorPil(size={"shortest_edge": size}, crop_size={"shortest_edge": size},
@@ -94,7 +94,7 @@ def run_ours(paths, size):
     import numpy as np
     import torch
 
-    from bridgetower_mlflow.data.image_transform import normalize_batch, resize_center_crop
+    from bridgetower_mlflow.data.cpu_images import normalize_batch, resize_center_crop
 
     for start in range(0, len(paths), BATCH):  # batch by batch, as the loader hands them to the trainer
         pixels = [resize_center_crop(path, size) for path in paths[start:start + BATCH]]
@@ -102,7 +102,7 @@ def run_ours(paths, size):
 
 
 def run_worker_part(paths, size):
-    from bridgetower_mlflow.data.image_transform import resize_center_crop
+    from bridgetower_mlflow.data.cpu_images import resize_center_crop
 
     for path in paths:
         resize_center_crop(path, size)
@@ -138,7 +138,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=288,
                         help="model image size (presets: tiny 64, base 288, large 294)")
     opts = parser.parse_args()
-    from bridgetower_mlflow.data.image_transform import BACKEND, CLIP_MEAN, CLIP_STD
+    from bridgetower_mlflow.data.cpu_images import BACKEND, CLIP_MEAN, CLIP_STD
 
     paths = sample_jpegs(opts.images)
     pin_one_core()

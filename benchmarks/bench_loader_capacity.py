@@ -49,7 +49,7 @@ class ProcessorTransform:
         self.processor = preset_image_processor(size)
 
     def __call__(self, batch: dict) -> dict:
-        from bridgetower_mlflow.data.image_transform import open_image
+        from bridgetower_mlflow.data.cpu_images import open_image
 
         out = {k: batch[k] for k in ("input_ids", "attention_mask")}
         out["pixel_values"] = [self.processor(open_image(s).convert("RGB"), return_tensors="pt")["pixel_values"][0]
@@ -68,7 +68,7 @@ def processor_collate(examples):
 
 def use_backend(backend: str) -> None:
     """The JPEG backend the next loader's workers use (forked: the module's state; spawned: the env)."""
-    from bridgetower_mlflow.data import image_transform
+    from bridgetower_mlflow.data import cpu_images as image_transform
 
     image_transform.BACKEND = backend
     os.environ["BRIDGETOWER_IMAGE_BACKEND"] = backend
@@ -101,7 +101,7 @@ def workers_needed(per_worker: float, target: float) -> int:
 
 
 def report(rates: dict, workers: list[int], rounds: int, rows: int) -> None:
-    from bridgetower_mlflow.data.image_transform import BACKEND
+    from bridgetower_mlflow.data.cpu_images import BACKEND
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"{rows} samples, {SIZE} px, batch {BATCH}, {rounds} interleaved rounds, median steady-state "
@@ -131,7 +131,7 @@ def main() -> None:
     opts = parser.parse_args()
     import torch
 
-    from bridgetower_mlflow.data import image_transform
+    from bridgetower_mlflow.data import cpu_images as image_transform
     from bridgetower_mlflow.data.collate import collate_batch
 
     warnings.filterwarnings("ignore", message=".*pin_memory.*")

@@ -62,8 +62,8 @@ def agreement() -> str:
     if not torch.cuda.is_available():
         return "nvjpeg_vs_cpu: skipped (no CUDA device)"
     from bridgetower_mlflow.accelerators.cuda.nvjpeg import decode_on_gpu
+    from bridgetower_mlflow.data.cpu_images import ImageSpec, normalize_batch, resize_center_crop
     from bridgetower_mlflow.data.device_decode.image_ops import DeviceImageOps
-    from bridgetower_mlflow.data.image_transform import ImageSpec, normalize_batch, resize_center_crop
     from bridgetower_mlflow.data.sample import generate_sample_set
 
     image, device = ImageSpec(294), torch.device("cuda", 0)

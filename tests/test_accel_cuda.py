@@ -19,10 +19,10 @@ from bridgetower_mlflow.accelerators.cuda import nvjpeg
 from bridgetower_mlflow.accelerators.cuda.adapter import CudaAccelerator
 from bridgetower_mlflow.accelerators.cuda.arguments import cuda_training_kwargs, nvidia_label
 from bridgetower_mlflow.contract import ADVICE_TAG, ENERGY_METRIC
+from bridgetower_mlflow.data.cpu_images import ImageSpec
 from bridgetower_mlflow.data.device_decode.batch_plan import RankBatchPlan
 from bridgetower_mlflow.data.device_decode.image_ops import DeviceImageOps
 from bridgetower_mlflow.data.device_decode.sources import JpegBytesCollate
-from bridgetower_mlflow.data.image_transform import ImageSpec
 from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError, DeviceDecodeUnavailable
 from bridgetower_mlflow.launch.ranks import RankInfo
 from bridgetower_mlflow.telemetry.samplers.mlflow_collectors import mlflow_collectors

@@ -29,12 +29,13 @@ import torch
 from PIL import Image
 
 from bridgetower_mlflow.contract import CPU_LOADER, CPU_PILLOW_LOADER
-from bridgetower_mlflow.data import image_transform
-from bridgetower_mlflow.data.collate import ImageTransform, collate_batch
-from bridgetower_mlflow.data.image_transform import (
+from bridgetower_mlflow.data import cpu_images as image_transform
+from bridgetower_mlflow.data.collate import collate_batch
+from bridgetower_mlflow.data.cpu_images import (
     CLIP_MEAN,
     CLIP_STD,
     ImageDecodeError,
+    ImageTransform,
     cpu_loader_name,
     normalize_batch,
     resize_center_crop,
@@ -216,7 +217,7 @@ def test_the_pillow_fallback_matches_the_reference(jpegs, pillow_backend, pillow
 
 def test_the_environment_variable_forces_the_pillow_fallback(jpegs, tmp_path):
     out = tmp_path / "pixels.npy"
-    probe = ("import sys, numpy as np\nfrom bridgetower_mlflow.data import image_transform as it\n"
+    probe = ("import sys, numpy as np\nfrom bridgetower_mlflow.data import cpu_images as it\n"
              "print(it.BACKEND, it.cpu_loader_name())\nnp.save(sys.argv[2], it.resize_center_crop(sys.argv[1], 294))")
     done = subprocess.run([sys.executable, "-c", probe, str(jpegs[1]), str(out)], capture_output=True, text=True,
                           cwd=REPO, timeout=120, env={**os.environ, "BRIDGETOWER_IMAGE_BACKEND": "pillow"})

@@ -66,7 +66,7 @@ class DecodeRequest:
     dataset: Any  # datasets.Dataset with an Image(decode=False) column and token ids
     batch_size: int
     seed: int
-    image: Any  # data.image_transform.ImageSpec
+    image: Any  # data.cpu_images.ImageSpec
     num_workers: int
     device: DeviceInfo
     rank: int = 0

@@ -1,30 +1,11 @@
-"""Batch assembly: uint8 pixels + padded token ids; decode errors travel to the main process."""
+"""Batch assembly: uint8 pixels + padded token ids; decode errors travel to the main process.
+
+The per-row decode (ImageTransform) lives with the CPU image path it runs, in cpu_images.py.
+"""
 
 from __future__ import annotations
 
 import numpy as np
-
-from .image_transform import ImageDecodeError, resize_center_crop
-
-
-class ImageTransform:
-    """datasets `with_transform` function: decodes each image to uint8 HWC in the worker."""
-
-    def __init__(self, image_column: str, image_size: int):
-        self.image_column, self.image_size = image_column, image_size
-
-    def __call__(self, batch: dict) -> dict:
-        pixels, errors = [], []
-        for source in batch[self.image_column]:
-            try:
-                pixels.append(resize_center_crop(source, self.image_size))
-            except ImageDecodeError as exc:
-                pixels.append(None)
-                errors.append(str(exc))
-        out = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask")}
-        out["pixels"] = pixels
-        out["image_errors"] = [errors] * len(pixels)
-        return out
 
 
 def collate_batch(examples: list[dict]) -> dict:

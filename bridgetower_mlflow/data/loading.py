@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from datasets import Dataset
 
 from ..errors import DataError
-from .collate import ImageTransform
+from .cpu_images import ImageTransform
 from .sample import generate_sample_set
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")

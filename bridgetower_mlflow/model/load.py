@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data.image_transform import CLIP_MEAN, CLIP_STD, ImageSpec
+from ..data.cpu_images import CLIP_MEAN, CLIP_STD, ImageSpec
 from ..data.sample import default_sample_dir, text_corpus
 from ..errors import ConfigError
 

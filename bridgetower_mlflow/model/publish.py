@@ -24,7 +24,7 @@ from .checkpoint import save_checkpoint
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # What a served model imports of this package; nothing else travels with it.
 SERVING_MODULES = ("__init__.py", "model/__init__.py", "model/checkpoint.py", "model/pyfunc.py",
-                   "model/scoring.py", "data/__init__.py", "data/image_transform.py")
+                   "model/scoring.py", "data/__init__.py", "data/cpu_images.py")
 VERSION_METRICS = (THROUGHPUT_METRIC, "eval_loss", "eval_recall_at_1", "eval_recall_at_5",
                    "eval_caption_match_accuracy")
 

@@ -16,7 +16,7 @@ import os
 
 import mlflow.pyfunc
 
-from ..data.image_transform import ImageSpec
+from ..data.cpu_images import ImageSpec
 from .checkpoint import INFERENCE_FILE
 from .scoring import Scorer
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.image_transform import ImageSpec, normalize_batch, resize_center_crop
+from ..data.cpu_images import ImageSpec, normalize_batch, resize_center_crop
 
 
 def embed_pairs(model, pixel_values, input_ids, attention_mask):

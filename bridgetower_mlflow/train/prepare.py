@@ -40,7 +40,7 @@ class Prepared:
 
 def prepare(config, adapter, device, ranks) -> Prepared:
     """Load the model and data and build the recipe; raises ConfigError/DataError before any run exists."""
-    from ..data.image_transform import cpu_loader_name
+    from ..data.cpu_images import cpu_loader_name
     from ..data.loading import prepare_data
     from ..model.load import load_model
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..data.image_transform import normalize_batch
+from ..data.cpu_images import normalize_batch
 from ..telemetry.loader_wait import TimedLoader
 from .loaders import ResumingLoader
 
@@ -12,7 +12,7 @@ def build_trainer_class(base: type) -> type:
 
     class BridgeTowerTrainer(base):
         device_loader = None  # accelerators.base.DeviceLoader when decoding on the device
-        image = None  # data.image_transform.ImageSpec
+        image = None  # data.cpu_images.ImageSpec
         train_loader: ResumingLoader | None = None
 
         @property

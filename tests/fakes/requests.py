@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bridgetower_mlflow.accelerators.base import DecodeRequest, DeviceInfo, RecipeSettings
-from bridgetower_mlflow.data.image_transform import ImageSpec
+from bridgetower_mlflow.data.cpu_images import ImageSpec
 
 MEAN, STD = (0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711)
 

@@ -1,6 +1,6 @@
 """Center crop + bicubic resize + normalize on decoded CHW uint8 tensors, on any torch device.
 
-The CPU path (data/image_transform.py) and the Habana pipeline (CENTER_CROP + resize) both take the
+The CPU path (data/cpu_images.py) and the Habana pipeline (CENTER_CROP + resize) both take the
 central square and resize it to size x size; this does the same on the device that holds the pixels.
 Nothing here waits for the device: constants are made once, indices travel as non-blocking copies.
 """

@@ -198,3 +198,23 @@ def _normalize_opencv(pixels: np.ndarray, scale: list, shift: list) -> np.ndarra
         for ch, plane in enumerate(cv2.split(np.ascontiguousarray(pixels[i]))):
             cv2.addWeighted(plane, scale[ch], plane, 0.0, shift[ch], dst=out[i, ch], dtype=cv2.CV_32F)
     return out
+
+
+class ImageTransform:
+    """datasets `with_transform` function: decodes each image to uint8 HWC in the worker."""
+
+    def __init__(self, image_column: str, image_size: int):
+        self.image_column, self.image_size = image_column, image_size
+
+    def __call__(self, batch: dict) -> dict:
+        pixels, errors = [], []
+        for source in batch[self.image_column]:
+            try:
+                pixels.append(resize_center_crop(source, self.image_size))
+            except ImageDecodeError as exc:
+                pixels.append(None)
+                errors.append(str(exc))
+        out = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask")}
+        out["pixels"] = pixels
+        out["image_errors"] = [errors] * len(pixels)
+        return out
