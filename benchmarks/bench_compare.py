@@ -53,7 +53,7 @@ def build_store(path: Path, count: int) -> str:
 def time_compare(uri: str, output_dir: Path) -> float:
     from mlflow import MlflowClient
 
-    from bridgetower_mlflow.compare.report import CompareOptions, run_compare
+    from bridgetower_mlflow.compare.flow import CompareOptions, run_compare
 
     started = time.perf_counter()
     run_compare(CompareOptions(experiment_names=("bench",), output_dir=str(output_dir),

@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from bridgetower_mlflow.compare.command import compare_command
-from bridgetower_mlflow.compare.report import CompareOptions, build_comparison, run_compare
+from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison, run_compare
 
 from fakes.synthetic_runs import TrainRunSpec, log_study_runs, log_train_run
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.compare.command import compare_command
-from bridgetower_mlflow.compare.report import CompareOptions, build_comparison
+from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison
 
 from conftest import BIN, mlflow_run
 from fakes.synthetic_runs import log_scaled_copy

@@ -2,7 +2,7 @@
 
 import pytest
 
-from bridgetower_mlflow.compare.report import CompareOptions, build_comparison
+from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison
 
 from fakes.synthetic_runs import TrainRunSpec, log_study_runs, log_train_run
 

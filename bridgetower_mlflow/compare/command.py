@@ -39,7 +39,7 @@ from ..cli_support import CONTEXT, dual_option, mark_project_run_failed, reports
 @reports_errors
 def compare_command(**options):
     """Group train runs into identical configurations and report speedups across accelerators."""
-    from .report import CompareOptions, run_compare
+    from .flow import CompareOptions, run_compare
 
     outcome = run_compare(CompareOptions(
         experiment_names=tuple(n for n in options["experiment_name"] if n.strip()),

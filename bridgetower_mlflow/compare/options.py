@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 from .cost import PriceList, parse_prices
 from .gate import DEFAULT_TOLERANCE, parse_tolerance, read_gate
-from .published import REFERENCES
+from .references.published import REFERENCES
 from .speedups import parse_allow_diff
 
 

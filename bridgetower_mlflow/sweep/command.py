@@ -38,7 +38,7 @@ def sweep_command(ctx, **options):
 
     Any other `--key value` (or anything after `--`) is passed to every train run.
     """
-    from .orchestration import SweepOptions, run_sweep
+    from .flow import SweepOptions, run_sweep
 
     passthrough = []
     for name in PASSTHROUGH_OPTIONS:

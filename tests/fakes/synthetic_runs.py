@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from bridgetower_mlflow.compare.study import BLOG_NUMBERS
+from bridgetower_mlflow.compare.references.study import BLOG_NUMBERS
 from bridgetower_mlflow.contract import (
     CPU_LOADER,
     DECODE_TAG,

@@ -11,9 +11,9 @@ import click
 
 from ...contract import HOST_NAME_TAG, PARENT_RUN_TAG, RAY_NODE_ID_TAG
 from ...errors import ConfigError
+from ..child import CELL_TAG, REPEAT_TAG, ChildResult, SweepContext, create_child, end_child
 from ..grid import SweepCell
 from . import ray_checks
-from .local import CELL_TAG, REPEAT_TAG, ChildResult, SweepContext, create_child, end_child
 from .ray_task import cell_job, installed_version, run_cell_task
 
 CANCEL_GRACE_SECONDS = 15.0  # soft cancel: the task stops train's process tree and marks its run KILLED

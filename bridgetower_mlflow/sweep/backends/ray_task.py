@@ -11,8 +11,8 @@ from dataclasses import asdict
 from importlib import metadata
 
 from ...contract import HOST_NAME_TAG, RAY_NODE_ID_TAG
+from ..child import TRAIN_CMD_ENV, SweepContext, run_child
 from ..grid import SweepCell
-from .local import TRAIN_CMD_ENV, SweepContext, run_child
 
 PROJECT = "bridgetower-mlflow"
 

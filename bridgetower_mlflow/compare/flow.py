@@ -14,8 +14,8 @@ from . import render
 from .gate import GateResult, check_gate, gate_document, write_gate
 from .headline import build_headline
 from .options import CompareOptions, ParsedOptions, parse_options
-from .published import ALL_CAVEATS, reference_notes, reference_records
 from .records import fetch_run_records
+from .references.published import ALL_CAVEATS, reference_notes, reference_records
 from .scope import CompareScope, nothing_matched, resolve_scope
 from .speedups import Comparison, build_sections
 

@@ -7,7 +7,7 @@ its Gaudi3 baseline, Intel's performance table, and the blog's first version.
 
 from __future__ import annotations
 
-from .records import RunRecord
+from ..records import RunRecord
 from .study import (
     H200_NOTE,
     STUDY_CAVEATS,

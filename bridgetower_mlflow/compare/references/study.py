@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .records import RunRecord
+from ..records import RunRecord
 
 BLOG_SOURCE = "published: HF blog bridgetower (2023-08-29)"
 CI_SOURCE = "published: optimum-habana CI baseline (2025-02)"

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from ..contract import NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG
 from ..errors import BridgeTowerMlflowError, ConfigError
-from .backends.local import ChildResult, LocalBackend, SweepContext, print_failure, progress_line
-from .backends.process import sigterm_as_interrupt
+from .backends.local import LocalBackend
+from .child import ChildResult, SweepContext, print_failure, progress_line
 from .grid import SweepPlan, parse_device_decode, parse_workers, plan_cells
+from .process import sigterm_as_interrupt
 
 BACKENDS = ("local", "ray")
 
@@ -111,7 +112,7 @@ def _record_notes(client, parent_id: str, outcome: SweepOutcome) -> None:
 
 
 def _compare_children(client, parent_id: str, baseline: str, echo) -> str:
-    from ..compare.report import CompareOptions, run_compare
+    from ..compare.flow import CompareOptions, run_compare
 
     try:
         outcome = run_compare(CompareOptions(parent_run_id=parent_id, baseline=baseline or None), client)
