@@ -24,12 +24,9 @@ def mark_project_run_failed(message: str) -> None:
     try:
         from mlflow.tracking import MlflowClient
 
-        from .redact import redact_text
+        from .tracking.runs import FAILED, settle_run
 
-        client = MlflowClient()
-        if client.get_run(run_id).info.status == "RUNNING":
-            client.set_tag(run_id, "error", redact_text(message)[:500])
-            client.set_terminated(run_id, "FAILED")
+        settle_run(MlflowClient(), run_id, FAILED, message)
     except Exception:  # noqa: BLE001 - the tracking server may be the problem; mlflow run marks it too
         pass
 

@@ -54,6 +54,7 @@ MODEL_PRESET_TAG = "model_preset"
 RESUMED_TAG = "resumed"
 RESUMED_FROM_TAG = "resumed.from_step"  # the global step of the checkpoint a resumed run continued from
 ERROR_TAG = "error"
+ERROR_TAG_LIMIT = 500  # characters of the reason a run did not finish
 MODEL_URI_TAG = "model_uri"
 REGISTERED_MODEL_TAG = "registered_model"
 EXECUTION_MODE_TAG = "gaudi.execution_mode"  # what the HPU bridge reports after import: lazy or eager

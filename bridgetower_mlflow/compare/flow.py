@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..contract import NOTE_LIMIT, NOTE_TAG, RUN_KIND_COMPARE, RUN_KIND_TAG
 from ..errors import ConfigError
+from ..tracking.runs import FINISHED, create_run, settle_run
 from . import render
 from .gate import GateResult, check_gate, gate_document, write_gate
 from .headline import build_headline
@@ -160,14 +161,13 @@ def log_compare_run(client, options: CompareOptions, scope: CompareScope, outcom
     created = not run_id
     if created:
         name = f"compare {outcome.comparison.run_count} runs"
-        run_id = client.create_run(scope.experiment_ids[0], run_name=name,
-                                   tags={RUN_KIND_TAG: RUN_KIND_COMPARE}).info.run_id
+        run_id = create_run(client, scope.experiment_ids[0], name, {RUN_KIND_TAG: RUN_KIND_COMPARE})
     elif not options.parent_run_id:
         tags[RUN_KIND_TAG] = RUN_KIND_COMPARE  # the run `mlflow run -e compare` created
     client.log_batch(run_id, tags=[RunTag(key, value) for key, value in tags.items()])
     client.log_artifacts(run_id, str(output_dir), ARTIFACT_DIR)
     if created:
-        client.set_terminated(run_id, "FINISHED")
+        settle_run(client, run_id, FINISHED)
     return run_id
 
 

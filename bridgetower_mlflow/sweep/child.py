@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from ..contract import ERROR_TAG, PARENT_RUN_TAG, RUN_KIND_TAG, RUN_KIND_TRAIN, RUN_NAME_TAG, THROUGHPUT_METRIC
+from ..tracking.runs import create_run, settle_run
 from .grid import SweepCell
 from .process import exit_reason, run_train_process
 
@@ -67,18 +68,12 @@ def create_child(context: SweepContext, cell: SweepCell) -> str:
         PARENT_RUN_TAG: context.parent_run_id, RUN_NAME_TAG: cell.run_name, RUN_KIND_TAG: RUN_KIND_TRAIN,
         CELL_TAG: cell.setting, REPEAT_TAG: str(cell.repeat), **context.child_tags,
     }
-    return context.client.create_run(context.experiment_id, tags=tags, run_name=cell.run_name).info.run_id
+    return create_run(context.client, context.experiment_id, cell.run_name, tags)
 
 
 def end_child(client, run_id: str, status: str, reason: str = ""):
     """End a run its process left RUNNING; a failed run without an `error` tag gets `reason` as one."""
-    run = client.get_run(run_id)
-    final = status if run.info.status == "RUNNING" else run.info.status
-    if reason and final != "FINISHED" and ERROR_TAG not in run.data.tags:
-        client.set_tag(run_id, ERROR_TAG, reason[:500])
-    if run.info.status == "RUNNING":
-        client.set_terminated(run_id, status)
-    return client.get_run(run_id)
+    return settle_run(client, run_id, status, reason)
 
 
 def run_child(context: SweepContext, cell: SweepCell) -> ChildResult:

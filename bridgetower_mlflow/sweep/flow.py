@@ -9,6 +9,8 @@ from pathlib import Path
 
 from ..contract import NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG
 from ..errors import BridgeTowerMlflowError, ConfigError
+from ..redact import first_line
+from ..tracking.runs import FAILED, FINISHED, KILLED, create_run, settle_run
 from .backends.local import LocalBackend
 from .child import ChildResult, SweepContext, print_failure, progress_line
 from .grid import SweepPlan, parse_device_decode, parse_workers, plan_cells
@@ -95,8 +97,7 @@ def open_parent(client, options: SweepOptions, plan: SweepPlan, backend: str) ->
             client.set_tag(run_id, key, value)
         return run_id, experiment_id, False
     experiment_id = _experiment_id(client, options.experiment_name)
-    run = client.create_run(experiment_id, run_name=name, tags=tags)
-    return run.info.run_id, experiment_id, True
+    return create_run(client, experiment_id, name, tags), experiment_id, True
 
 
 def _record_notes(client, parent_id: str, outcome: SweepOutcome) -> None:
@@ -171,11 +172,14 @@ def run_sweep(options: SweepOptions, client=None, echo=print) -> SweepOutcome:
             _run_cells(backend, context, plan, outcome, echo)
         except BaseException as exc:
             if created:
-                client.set_terminated(parent_id, "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED")
+                interrupted = isinstance(exc, KeyboardInterrupt)
+                settle_run(client, parent_id, KILLED if interrupted else FAILED,
+                           "interrupted" if interrupted else first_line(exc))
             raise
     finally:
         backend.close()
     outcome.compare_text = _compare_children(client, parent_id, options.baseline, echo)
     if created:
-        client.set_terminated(parent_id, "FAILED" if outcome.failed else "FINISHED")
+        settle_run(client, parent_id, FAILED if outcome.failed else FINISHED,
+                   f"{len(outcome.failed)} cell(s) failed" if outcome.failed else "")
     return outcome

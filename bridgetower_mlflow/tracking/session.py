@@ -23,21 +23,6 @@ def spill_dir() -> Path:
     return Path(root) / "spill"
 
 
-def create_run(experiment_name: str, run_name: str, tags: dict) -> str:
-    """A RUNNING run for others to resume (the ranks of a self-launched job); MLFLOW_RUN_ID's when set."""
-    if os.environ.get("MLFLOW_RUN_ID"):
-        return os.environ["MLFLOW_RUN_ID"]
-    import mlflow
-    from mlflow.tracking import MlflowClient
-
-    try:
-        experiment = mlflow.set_experiment(experiment_name) if experiment_name else None
-        experiment_id = experiment.experiment_id if experiment else mlflow.tracking.fluent._get_experiment_id()
-        return MlflowClient().create_run(str(experiment_id), tags=tags, run_name=run_name).info.run_id
-    except Exception as exc:  # noqa: BLE001 - server down, bad URI, permissions
-        raise tracking_error("create the run", exc) from None
-
-
 @contextlib.contextmanager
 def _no_retries():
     """One attempt, a short timeout: for the local end of a run whose server is away (the status is spilled)."""

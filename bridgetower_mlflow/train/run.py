@@ -143,14 +143,13 @@ def launch_tracked(config, adapter, device) -> TrainResult:
 
     from ..launch.self_launch import launch_ranks
     from ..tracking.context import context_tags
-    from ..tracking.session import create_run
+    from ..tracking.runs import FAILED, FINISHED, create_named_run, settle_run
 
     tags = {**context_tags(), **device_tags(device), RUN_KIND_TAG: RUN_KIND_TRAIN}
-    run_id = create_run(config.experiment_name, run_name(config, device.kind), tags)
+    run_id = create_named_run(config.experiment_name, run_name(config, device.kind), tags)
     code = launch_ranks(adapter.launch_command(device, ["train", *to_cli_args(config)]), run_id)
     client = MlflowClient()
-    if client.get_run(run_id).info.status == "RUNNING":
-        client.set_terminated(run_id, "FINISHED" if code == 0 else "FAILED")
+    settle_run(client, run_id, FINISHED if code == 0 else FAILED, f"a rank exited with status {code}")
     if code != 0:
         raise LaunchFailed(f"devices: {config.devices} ranks were launched and one failed (exit {code}); "
                            f"see the rank output above; run {run_id} is marked FAILED")

@@ -1,0 +1,52 @@
+"""One run lifecycle: every run the project creates is created here and settled here.
+
+train's launcher, sweep's parent and children, compare and the CLI's failure path all end a run the
+same way: only if it is still RUNNING (a process that ended it knew better), with the reason as the
+run's `error` tag when it did not finish and has none yet.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from ..contract import ERROR_TAG, ERROR_TAG_LIMIT
+from ..redact import redact_text
+from .failures import tracking_error
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
+    from mlflow.tracking import MlflowClient
+
+FINISHED, FAILED, KILLED, RUNNING = "FINISHED", "FAILED", "KILLED", "RUNNING"
+
+
+def create_run(client: MlflowClient, experiment_id: str, run_name: str, tags: dict[str, str]) -> str:
+    """A RUNNING run (its id) that another process or a later call settles."""
+    return client.create_run(str(experiment_id), tags=tags, run_name=run_name).info.run_id
+
+
+def create_named_run(experiment_name: str, run_name: str, tags: dict[str, str]) -> str:
+    """A RUNNING run for others to resume (the ranks of a self-launched job); MLFLOW_RUN_ID's when set."""
+    if os.environ.get("MLFLOW_RUN_ID"):
+        return os.environ["MLFLOW_RUN_ID"]
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    try:
+        experiment = mlflow.set_experiment(experiment_name) if experiment_name else None
+        experiment_id = experiment.experiment_id if experiment else mlflow.tracking.fluent._get_experiment_id()
+        return create_run(MlflowClient(), str(experiment_id), run_name, tags)
+    except Exception as exc:  # noqa: BLE001 - server down, bad URI, permissions
+        raise tracking_error("create the run", exc) from None
+
+
+def settle_run(client: MlflowClient, run_id: str, status: str, reason: str = "") -> Run:
+    """End `run_id` with `status` if it is still RUNNING; a run that did not finish keeps a reason."""
+    run = client.get_run(run_id)
+    final = status if run.info.status == RUNNING else run.info.status
+    if reason and final != FINISHED and ERROR_TAG not in run.data.tags:
+        client.set_tag(run_id, ERROR_TAG, redact_text(reason)[:ERROR_TAG_LIMIT])
+    if run.info.status == RUNNING:
+        client.set_terminated(run_id, status)
+    return client.get_run(run_id)
