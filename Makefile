@@ -37,7 +37,7 @@ $(GAUDI_STAMP): pyproject.toml tests/fakes/habana_torch_plugin_metadata/pyprojec
 	$(PYTHON) -m venv $(GAUDI_VENV)
 	$(GAUDI_BIN)/python -m pip install -q --upgrade pip
 	$(GAUDI_BIN)/python -m pip install -q "torch==2.13.0"
-	$(GAUDI_BIN)/python -m pip install -q -e ".[gaudi,test]" ./tests/fakes/habana_torch_plugin_metadata
+	$(GAUDI_BIN)/python -m pip install -q -e ".[gaudi,test,mediapipe]" ./tests/fakes/habana_torch_plugin_metadata
 	touch $@
 
 install-gaudi: $(GAUDI_STAMP)

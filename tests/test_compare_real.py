@@ -10,6 +10,7 @@ from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.compare.command import compare_command
 from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison
+from bridgetower_mlflow.compare.tables import format_number
 
 from conftest import BIN, mlflow_run
 from fakes.synthetic_runs import log_scaled_copy
@@ -73,7 +74,8 @@ def test_real_repeats_show_n_range_olympic_and_a_single_run(real, compare):
     assert repeated.olympic == pytest.approx(statistics.fmean(sorted(repeated.values)[1:-1]))
     result = compare("--experiment-name", "real", "--no-log")
     assert result.exit_code == 0, result.output
-    assert f"(n=5, {repeated.minimum:.3g}-{repeated.maximum:.3g}, olympic {repeated.olympic:.3g})" in result.output
+    low, high, olympic = (format_number(v) for v in (repeated.minimum, repeated.maximum, repeated.olympic))
+    assert f"(n=5, {low}-{high}, olympic {olympic})" in result.output  # 1 decimal from 10 samples/s, else 3 digits
     assert "(n=1, single run)" in result.output
     assert "No Gaudi-vs-GPU headline: no configuration has both (Gaudi runs: none; GPU runs: none)" in result.output
     tflops = repeated.efficiency_median("model_tflops_per_second")
