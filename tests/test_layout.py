@@ -83,3 +83,21 @@ def test_one_secret_vocabulary():
                if isinstance(node, ast.Constant) and isinstance(node.value, str)
                and "passw" in node.value.lower() and "|" in node.value}  # a pattern, not a message
     assert spelled == {"redact.py"}
+
+
+# Contract values that are also ordinary words of another meaning, so their spelling elsewhere is not a
+# second spelling of the contract: run kinds are also command and split names, families are also torch
+# device types and Ray resources, and these tag names are also TrainConfig fields or plain words.
+CONTRACT_WORDS = {"train", "sweep", "compare", "cpu", "cuda", "gaudi", "device", "dataset", "precision",
+                  "accelerator", "decode", "error"}
+
+
+def test_contract_values_are_spelled_only_in_the_contract():
+    """A writer and its readers import one constant, so a rename cannot split them."""
+    import bridgetower_mlflow.contract as contract
+
+    values = {v for k, v in vars(contract).items() if k.isupper() and isinstance(v, str) and len(v) >= 4}
+    spelled = sorted({f"{path.relative_to(PACKAGE)}: {node.value!r}" for path in SOURCES if path.name != "contract.py"
+                      for node in ast.walk(ast.parse(path.read_text()))
+                      if isinstance(node, ast.Constant) and node.value in values - CONTRACT_WORDS})
+    assert spelled == []

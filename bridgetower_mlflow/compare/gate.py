@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..contract import THROUGHPUT_METRIC
 from ..errors import ConfigError
 from .grouping import CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats
 from .speedups import Comparison
@@ -48,7 +49,7 @@ def gate_document(comparison: Comparison) -> dict:
     """The JSON a gate file holds: one entry per measured cell, its median samples/s."""
     entries = [{"key": gate_key(g), "samples_per_second": g.median, "n": g.n, "min": g.minimum,
                 "max": g.maximum, "run_ids": list(g.run_ids)} for g in measured_groups(comparison)]
-    return {"format": GATE_FORMAT, "version": GATE_VERSION, "metric": "train_samples_per_second",
+    return {"format": GATE_FORMAT, "version": GATE_VERSION, "metric": THROUGHPUT_METRIC,
             "aggregate": "median", "experiments": comparison.experiments, "entries": entries}
 
 

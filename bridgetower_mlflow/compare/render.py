@@ -6,6 +6,7 @@ import csv
 import io
 import json
 
+from ..contract import THROUGHPUT_METRIC
 from .cost import usd_per_million_samples
 from .grouping import CONFIG_KEYS, EFFICIENCY_FIELDS, SHORT_KEY_NAMES
 from .headline import absent_pair_note
@@ -154,7 +155,7 @@ def to_json(comparison: Comparison, caveats=None) -> str:
         for i, s in enumerate(comparison.sections, 1)
     ]
     document = {
-        "metric": "train_samples_per_second", "baseline": comparison.baseline,
+        "metric": THROUGHPUT_METRIC, "baseline": comparison.baseline,
         "allow_diff": list(comparison.allow_diff), "run_count": comparison.run_count,
         "left_out": dict(comparison.left_out), "experiments": comparison.experiments,
         "notes": comparison.notes, "headline": headline_records(comparison),

@@ -10,9 +10,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..contract import (
+    ACCELERATOR_TAG,
+    CAPTION_MATCH_METRIC,
     DATA_LOADER_TAG,
     DATASET_FINGERPRINT_TAG,
     DATASET_TAG,
+    DEVICE_COUNT_TAG,
+    DEVICE_NAME_TAG,
     EVAL_FINGERPRINT_TAG,
     MODEL_PRESET_TAG,
     MODEL_URI_TAG,
@@ -26,7 +30,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 SERVING_MODULES = ("__init__.py", "model/__init__.py", "model/checkpoint.py", "model/pyfunc.py",
                    "model/scoring.py", "data/__init__.py", "data/cpu_images.py")
 VERSION_METRICS = (THROUGHPUT_METRIC, "eval_loss", "eval_recall_at_1", "eval_recall_at_5",
-                   "eval_caption_match_accuracy")
+                   CAPTION_MATCH_METRIC)
 
 
 def signature_and_example():
@@ -103,8 +107,8 @@ def register_version(client, model_info, name: str, tags: dict[str, str], descri
 
 def version_tags(config, prepared, metrics: dict, run_id: str) -> dict[str, str]:
     device = prepared.device
-    tags = {"accelerator": device.kind, "accelerator.device_name": device.device_name,
-            "accelerator.count": str(device.count), "run_id": run_id, DATASET_TAG: config.dataset,
+    tags = {ACCELERATOR_TAG: device.kind, DEVICE_NAME_TAG: device.device_name,
+            DEVICE_COUNT_TAG: str(device.count), "run_id": run_id, DATASET_TAG: config.dataset,
             DATASET_FINGERPRINT_TAG: prepared.data.fingerprint,
             EVAL_FINGERPRINT_TAG: prepared.data.eval_fingerprint, MODEL_PRESET_TAG: config.model,
             DATA_LOADER_TAG: prepared.data_loader}

@@ -6,6 +6,7 @@ import click
 
 from ..cli_support import CONTEXT, bool_option, dual_option, reports_errors
 from ..config import parse_bool
+from ..contract import CAPTION_MATCH_METRIC
 from ..errors import PromotionRefused
 
 
@@ -28,7 +29,7 @@ def summary(decision, model_name: str, dry_run: bool) -> str:
 @dual_option("model_name", required=True, help="Registered model name.")
 @dual_option("candidate", default="latest", show_default=True, help="A version number, an alias, or `latest`.")
 @dual_option("alias", default="champion", show_default=True, help="The alias to move (not `latest` or v<digits>).")
-@dual_option("metric", default="eval_caption_match_accuracy", show_default=True,
+@dual_option("metric", default=CAPTION_MATCH_METRIC, show_default=True,
          help="Compared metric: the version tag of that name, else the source run's metric.")
 @dual_option("mode", default="auto", show_default=True, type=click.Choice(["auto", "max", "min"]),
          help="max: higher is better; min: lower; auto: min for *loss/*error metrics, else max.")

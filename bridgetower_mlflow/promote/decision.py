@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from ..contract import EVAL_FINGERPRINT_TAG
+from ..contract import CAPTION_MATCH_METRIC, EVAL_FINGERPRINT_TAG
 from ..errors import ConfigError
 
-DEFAULT_METRIC = "eval_caption_match_accuracy"
+DEFAULT_METRIC = CAPTION_MATCH_METRIC
 FINGERPRINT_TAG = EVAL_FINGERPRINT_TAG
 RESERVED_ALIAS = re.compile(r"(latest|v\d+)", re.IGNORECASE)
 

@@ -7,7 +7,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..contract import NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG
+from ..contract import NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG, RUN_NAME_TAG
 from ..errors import BridgeTowerMlflowError, ConfigError
 from ..redact import first_line
 from ..tracking.runs import FAILED, FINISHED, KILLED, create_run, settle_run
@@ -93,7 +93,7 @@ def open_parent(client, options: SweepOptions, plan: SweepPlan, backend: str) ->
     name = f"sweep {options.accel} w{options.workers.replace(',', '/')}"
     if run_id:
         experiment_id = client.get_run(run_id).info.experiment_id
-        for key, value in {**tags, "mlflow.runName": name}.items():
+        for key, value in {**tags, RUN_NAME_TAG: name}.items():
             client.set_tag(run_id, key, value)
         return run_id, experiment_id, False
     experiment_id = _experiment_id(client, options.experiment_name)

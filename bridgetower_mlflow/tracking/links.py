@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ..contract import THROUGHPUT_METRIC, WAIT_METRIC
+
 
 def runs_view_url(experiment_id: str, run_id: str | None = None) -> tuple[str, str | None]:
     """(url, how to start the UI first or None); the runs table is the 'Model training' view."""
@@ -32,8 +34,8 @@ def print_run_summary(result) -> None:
         run = MlflowClient().get_run(result.run_id)
         status, experiment_id, metrics = run.info.status, run.info.experiment_id, result.metrics or run.data.metrics
     click.echo(f"run {result.run_id} ({status}): "
-               f"{metrics.get('train_samples_per_second', float('nan')):.1f} samples/s, "
-               f"dataloader wait {metrics.get('dataloader_wait_fraction', float('nan')):.1%}, "
+               f"{metrics.get(THROUGHPUT_METRIC, float('nan')):.1f} samples/s, "
+               f"dataloader wait {metrics.get(WAIT_METRIC, float('nan')):.1%}, "
                f"eval_recall_at_1 {metrics.get('eval_recall_at_1', float('nan')):.3f}")
     if result.model_version:
         click.echo(f"registered version {result.model_version}")

@@ -8,6 +8,7 @@ import os
 import time
 from pathlib import Path
 
+from ..contract import NOTE_TAG, RUN_NAME_TAG, SYSTEM_PREFIX
 from ..errors import ConfigError, TrackingError
 from ..redact import redact_text
 from . import params as params_mod
@@ -52,7 +53,7 @@ class RunSession:
         self.existing_params = dict(data.params)
         # latest_metrics holds each key's highest step: a resumed run must not log those steps twice
         self.last_steps = {m.key: m.step for m in data._metric_objs}
-        self.buffer.skip_upto.update({k: s for k, s in self.last_steps.items() if not k.startswith("system/")})
+        self.buffer.skip_upto.update({k: s for k, s in self.last_steps.items() if not k.startswith(SYSTEM_PREFIX)})
 
     @classmethod
     def start(cls, experiment_name: str, run_name: str, tags: dict, resume_run_id: str | None = None) -> RunSession:
@@ -72,7 +73,7 @@ class RunSession:
         except Exception as exc:  # noqa: BLE001 - server down, bad URI, permissions
             raise tracking_error("start the run", exc) from None
         if run_id and run_name:
-            mlflow.set_tag("mlflow.runName", run_name)
+            mlflow.set_tag(RUN_NAME_TAG, run_name)
         session = cls(active.info.run_id, mlflow.tracking.MlflowClient())
         session.previous_status = previous
         return session
@@ -98,7 +99,7 @@ class RunSession:
         self.buffer.log_tags({k: redact_text(str(v)) for k, v in tags.items()})
 
     def set_description(self, text: str) -> None:
-        self.set_tags({"mlflow.note.content": text})
+        self.set_tags({NOTE_TAG: text})
 
     def log_dict(self, data, artifact_file: str) -> None:
         self._retry(lambda: self.client.log_dict(self.run_id, data, artifact_file), f"log {artifact_file}")

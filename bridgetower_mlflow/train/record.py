@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ..contract import (
     ACCELERATOR_TAG,
+    CAPTION_MATCH_METRIC,
+    CPU_LOADER,
     DATA_LOADER_TAG,
     DATASET_FINGERPRINT_TAG,
     DATASET_TAG,
@@ -14,12 +16,19 @@ from ..contract import (
     DRIVER_TAG,
     EVAL_FINGERPRINT_TAG,
     FALLBACK_REASON_TAG,
+    JOULES_PER_SAMPLE_METRIC,
+    MFU_METRIC,
     MODEL_PRESET_TAG,
     PRECISION_TAG,
     RESUMED_TAG,
     RUN_KIND_TAG,
     RUN_KIND_TRAIN,
     SOFTWARE_TAG_PREFIX,
+    TFLOPS_METRIC,
+    THROUGHPUT_METRIC,
+    THROUGHPUT_PER_DEVICE_METRIC,
+    TRAIN_LOSS_METRIC,
+    WAIT_METRIC,
     WARMUP_TAG,
     decode_class,
 )
@@ -94,7 +103,7 @@ def _fmt(value, digits=3) -> str:
 def describe(config, prepared, metrics: dict, input_bound: str, advice: str = "") -> str:
     """Markdown for the run's note: the conditions first, then the headline numbers, then the advice."""
     device = prepared.device
-    decode = {"torch-cpu": "CPU workers"}.get(prepared.data_loader, prepared.data_loader)
+    decode = {CPU_LOADER: "CPU workers"}.get(prepared.data_loader, prepared.data_loader)
     lines = [
         f"**{device.kind}** ({device.device_name}) x{device.count} · model `{config.model}` · "
         f"batch {config.per_device_train_batch_size}/device · {config.dataloader_num_workers} data-loader workers · "
@@ -103,16 +112,16 @@ def describe(config, prepared, metrics: dict, input_bound: str, advice: str = ""
         "| metric | value |",
         "|---|---|",
         f"| train_samples_per_second (first {config.throughput_warmup_steps} steps excluded) | "
-        f"{_fmt(metrics.get('train_samples_per_second'), 1)} |",
-        f"| per device | {_fmt(metrics.get('train_samples_per_second_per_device'), 1)} |",
-        f"| dataloader_wait_fraction | {_fmt(metrics.get('dataloader_wait_fraction'))} (input bound: {input_bound}) |",
-        f"| train_loss | {_fmt(metrics.get('train_loss'), 4)} |",
+        f"{_fmt(metrics.get(THROUGHPUT_METRIC), 1)} |",
+        f"| per device | {_fmt(metrics.get(THROUGHPUT_PER_DEVICE_METRIC), 1)} |",
+        f"| dataloader_wait_fraction | {_fmt(metrics.get(WAIT_METRIC))} (input bound: {input_bound}) |",
+        f"| train_loss | {_fmt(metrics.get(TRAIN_LOSS_METRIC), 4)} |",
         f"| eval_loss | {_fmt(metrics.get('eval_loss'), 4)} |",
         f"| eval_recall_at_1 / at_5 | {_fmt(metrics.get('eval_recall_at_1'))} / "
         f"{_fmt(metrics.get('eval_recall_at_5'))} |",
-        f"| eval_caption_match_accuracy | {_fmt(metrics.get('eval_caption_match_accuracy'))} |",
-        f"| model TFLOP/s (MFU) | {_fmt(metrics.get('train_model_tflops_per_second'), 2)} "
-        f"({_fmt(metrics.get('train_mfu'))}) |",
-        f"| joules per sample | {_fmt(metrics.get('train_joules_per_sample'))} |",
+        f"| eval_caption_match_accuracy | {_fmt(metrics.get(CAPTION_MATCH_METRIC))} |",
+        f"| model TFLOP/s (MFU) | {_fmt(metrics.get(TFLOPS_METRIC), 2)} "
+        f"({_fmt(metrics.get(MFU_METRIC))}) |",
+        f"| joules per sample | {_fmt(metrics.get(JOULES_PER_SAMPLE_METRIC))} |",
     ]
     return "\n".join(lines + (["", f"Advice: {advice}"] if advice else []))

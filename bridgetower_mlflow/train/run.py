@@ -16,8 +16,10 @@ from ..contract import (
     RESUMED_FROM_TAG,
     RUN_KIND_TAG,
     RUN_KIND_TRAIN,
+    RUNTIME_METRIC,
     THROUGHPUT_METRIC,
     THROUGHPUT_NOTE_TAG,
+    TRAIN_LOSS_METRIC,
     WAIT_METRIC,
     input_bound_label,
 )
@@ -113,8 +115,8 @@ def _measured(prepared, throughput, output, ranks) -> dict:
     args = prepared.args
     per_rank = all_gather_objects(throughput.result(args.per_device_train_batch_size
                                                     * args.gradient_accumulation_steps), ranks)
-    metrics = {**combine_ranks(per_rank), "train_runtime": output.metrics.get("train_runtime"),
-               "train_loss": output.training_loss}
+    metrics = {**combine_ranks(per_rank), RUNTIME_METRIC: output.metrics.get(RUNTIME_METRIC),
+               TRAIN_LOSS_METRIC: output.training_loss}
     if prepared.device_loader is not None:
         metrics[CPU_DECODED_METRIC] = sum(all_gather_objects(prepared.device_loader.cpu_decoded_images(), ranks))
     return metrics

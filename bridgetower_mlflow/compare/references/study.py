@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...contract import CPU_LOADER, MEDIAPIPE_LOADER
 from ..records import RunRecord
 
 BLOG_SOURCE = "published: HF blog bridgetower (2023-08-29)"
@@ -17,14 +18,14 @@ STUDY_DATASET = "jmhessel/newyorker_caption_contest"
 UNREPORTED = "unreported"
 MIXED_WARMUP = "3 on Gaudi, none on GPU"  # the blog mixed warmup rules across vendors
 DEVICE_NAMES = {"a100": "A100 80GB", "h100": "H100", "gaudi2": "Gaudi2", "gaudi3": "Gaudi3"}
-LOADERS = {"cpu": "torch-cpu", "device": "habana-mediapipe"}  # published device decode is Gaudi's only
+LOADERS = {"cpu": CPU_LOADER, "device": MEDIAPIPE_LOADER}  # published device decode is Gaudi's only
 
 # accelerator -> ((workers, decode, data_loader, samples/s), ...)
 BLOG_NUMBERS = {
-    "gaudi2": ((0, "cpu", "torch-cpu", 601.5), (1, "cpu", "torch-cpu", 747.4),
-               (2, "cpu", "torch-cpu", 768.7), (2, "device", "habana-mediapipe", 847.7)),
-    "h100": ((0, "cpu", "torch-cpu", 336.5), (1, "cpu", "torch-cpu", 580.1), (2, "cpu", "torch-cpu", 602.1)),
-    "a100": ((0, "cpu", "torch-cpu", 227.5), (1, "cpu", "torch-cpu", 339.7), (2, "cpu", "torch-cpu", 345.4)),
+    "gaudi2": ((0, "cpu", CPU_LOADER, 601.5), (1, "cpu", CPU_LOADER, 747.4),
+               (2, "cpu", CPU_LOADER, 768.7), (2, "device", MEDIAPIPE_LOADER, 847.7)),
+    "h100": ((0, "cpu", CPU_LOADER, 336.5), (1, "cpu", CPU_LOADER, 580.1), (2, "cpu", CPU_LOADER, 602.1)),
+    "a100": ((0, "cpu", CPU_LOADER, 227.5), (1, "cpu", CPU_LOADER, 339.7), (2, "cpu", CPU_LOADER, 345.4)),
 }
 CI_GAUDI2_SAMPLES_PER_SECOND = 904.93
 
