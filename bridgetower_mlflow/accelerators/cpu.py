@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-import platform
-
 from ..errors import ConfigError
+from ..host import cpu_model_name
 from .base import Accelerator, DeviceInfo, DeviceSampler, RecipeSettings, TrainingRecipe
 from .hf_args import merged_kwargs
-
-
-def cpu_model_name() -> str:
-    """The CPU's marketing name from /proc/cpuinfo (platform's answer elsewhere)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 class CpuAccelerator(Accelerator):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import metadata
 
 from ..contract import SOFTWARE_TAG_PREFIX
-from ..telemetry.host_facts import host_facts
+from ..host import host_facts
 
 SOFTWARE = {"torch": "torch", "transformers": "transformers", "optimum_habana": "optimum-habana",
             "mlflow": "mlflow", "datasets": "datasets", "bridgetower_mlflow": "bridgetower-mlflow"}
