@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -12,6 +11,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bridgetower_mlflow.accelerators.detection import module_present
 from bridgetower_mlflow.accelerators.gaudi import detect as gaudi_detect
 from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator
 from bridgetower_mlflow.accelerators.gaudi.arguments import (
@@ -32,7 +32,7 @@ from fakes.requests import device, settings
 
 COMMON = {"output_dir": "out", "per_device_train_batch_size": 48, "report_to": "none",
           "remove_unused_columns": False, "adam_epsilon": 1e-8, "use_cpu": True}
-needs_hpu = pytest.mark.skipif(importlib.util.find_spec("habana_frameworks.torch") is None,
+needs_hpu = pytest.mark.skipif(not module_present("habana_frameworks.torch"),
                                reason="no Gaudi device (habana_frameworks.torch not importable)")
 
 

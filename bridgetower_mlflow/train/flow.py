@@ -1,4 +1,4 @@
-"""The whole `train` flow on one screen: config -> adapter -> device -> prepared parts -> tracked result."""
+"""The whole `train` flow on one screen: ranks and checks -> prepare -> open_run -> fit -> measure -> close."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import os
 from ..accelerators.detection import hide_if_broken
 from ..accelerators.registry import get_accelerator
 from ..launch.ranks import RankInfo, needs_launch
+from .fit import fit
+from .measure import measure
 from .output_folder import check_writable
 from .prepare import prepare
 from .result import TrainResult
-from .run import fit_and_record, launch_tracked
+from .run import launch_tracked, open_run
 
 
 def train(config, *, tracked: bool = True) -> TrainResult:
@@ -31,4 +33,11 @@ def train(config, *, tracked: bool = True) -> TrainResult:
     for key, value in ranks.torch_env().items():  # mpirun sets only its own names; torch.distributed reads these
         os.environ.setdefault(key, value)
     prepared = prepare(config, adapter, device, ranks)
-    return fit_and_record(config, prepared, ranks, tracked)
+    run = open_run(config, prepared, ranks, tracked)  # rank 0's run, or a NullRun: no run is left RUNNING
+    try:
+        fitted = fit(config, prepared, run, ranks)
+        metrics = measure(config, prepared, fitted, ranks)
+        return run.close(config, prepared, fitted, metrics, ranks)
+    except BaseException as exc:
+        run.fail(exc)
+        raise

@@ -1,4 +1,7 @@
-"""The tracked part of `train`: start the run, fit, measure, evaluate, log the model, end the run."""
+"""The run of `train`, in two visits to MLflow: open_run (start, params, dataset inputs) and close (metrics,
+tags, description, model, status). Ranks other than 0, and untracked runs, get a NullRun whose calls do
+nothing (Lightning's rank_zero_experiment / _DummyExperiment), so the flow never asks "am I tracked?".
+"""
 
 from __future__ import annotations
 
@@ -9,26 +12,24 @@ from pathlib import Path
 from ..config import to_cli_args
 from ..contract import (
     ADVICE_TAG,
-    CPU_DECODED_METRIC,
     ERROR_TAG,
     INPUT_BOUND_TAG,
-    PEAK_MEMORY_METRIC,
     RESUMED_FROM_TAG,
     RUN_KIND_TAG,
     RUN_KIND_TRAIN,
-    RUNTIME_METRIC,
     THROUGHPUT_METRIC,
     THROUGHPUT_NOTE_TAG,
-    TRAIN_LOSS_METRIC,
     WAIT_METRIC,
     input_bound_label,
 )
 from ..errors import ConfigError, LaunchFailed
-from ..launch.collectives import all_gather_objects, barrier, broadcast_from_main
+from ..launch.collectives import barrier, broadcast_from_main
+from ..redact import first_line
+from ..tracking.null_sink import NullSink
 from .output_folder import writes_into
 from .record import describe, device_tags, run_name, start_tags, train_params
 from .result import TrainResult
-from .resume import checkpoint_to_resume, remember_run, run_to_resume
+from .resume import remember_run, run_to_resume
 
 log = logging.getLogger(__name__)
 FLUSH_TIMEOUT = float(os.environ.get("BRIDGETOWER_FLUSH_TIMEOUT", "120"))
@@ -44,82 +45,78 @@ def start_session(config, prepared):
     return RunSession.start(config.experiment_name, run_name(config, prepared.device.kind), tags, resume_id)
 
 
-def fit_and_record(config, prepared, ranks, tracked: bool = True) -> TrainResult:
-    """Train `prepared`; only rank 0 (and only when tracked) talks to MLflow. No run is left RUNNING."""
-    session = start_session(config, prepared) if ranks.is_main and tracked else None
-    try:
-        return _fit(config, prepared, ranks, session)
-    except BaseException as exc:
-        if session is not None:
-            status = "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
-            if isinstance(exc, ConfigError) and session.previous_status:
-                status = session.previous_status  # a refused resume leaves the run as it was
-            else:
-                session.set_tags({ERROR_TAG: str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__})
-            session.finish(status, min(FLUSH_TIMEOUT, 30))
-        raise
-
-
-def _fit(config, prepared, ranks, session) -> TrainResult:
+def open_run(config, prepared, ranks, tracked: bool = True):
+    """The first visit: start (or resume) the run, its dataset inputs and params; every rank learns its id."""
     from ..model.load import count_parameters
-    from ..tracking.null_sink import NullSink
-    from .evaluate import evaluate
-    from .observe import Observation
-    from .trainer import build_trainer
 
-    if session:
-        from ..tracking.dataset_inputs import log_dataset_inputs
-
-        with writes_into(config.output_dir):
-            remember_run(config.output_dir, session.run_id)
-        log_dataset_inputs(config, prepared.data)
-    run_id = broadcast_from_main(session.run_id if session else os.environ.get("MLFLOW_RUN_ID"), ranks)
-    prepared.args.output_dir = str(Path(config.output_dir) / (run_id or "run"))
-    trainer, throughput = build_trainer(config, prepared, session.buffer if session else NullSink())
-    if session:
-        session.log_params(train_params(config, prepared, count_parameters(prepared.loaded.model)))
-    observation = Observation(prepared, session, ranks)
-    throughput.window = observation.window  # energy is read at the throughput window's two instants
-    checkpoint = checkpoint_to_resume(config, prepared.args.output_dir)
-    if checkpoint:
-        log.info("resuming run %s from %s", run_id, checkpoint)
+    session = start_session(config, prepared) if ranks.is_main and tracked else None
+    run = TrackedRun(session) if session is not None else None
     try:
-        with writes_into(config.output_dir):
-            output = trainer.train(resume_from_checkpoint=checkpoint)
-    finally:
-        observation.stop()
-    if session and config.resume:
-        session.set_tags({RESUMED_FROM_TAG: str(throughput.start_step)})  # the checkpoint it continued from
-    metrics = _measured(prepared, throughput, output, ranks)
-    metrics.update(evaluate(trainer, prepared, config, ranks.is_main))
-    peak = prepared.adapter.peak_memory_gb()
-    if peak is not None:
-        metrics[PEAK_MEMORY_METRIC] = peak
-    if not session:
+        if session is not None:
+            with writes_into(config.output_dir):
+                remember_run(config.output_dir, session.run_id)
+            from ..tracking.dataset_inputs import log_dataset_inputs
+
+            log_dataset_inputs(config, prepared.data)
+        run_id = broadcast_from_main(session.run_id if session else os.environ.get("MLFLOW_RUN_ID"), ranks)
+        prepared.args.output_dir = str(Path(config.output_dir) / (run_id or "run"))
+        if session is not None:
+            session.log_params(train_params(config, prepared, count_parameters(prepared.loaded.model)))
+    except BaseException as exc:
+        if run is not None:
+            run.fail(exc)
+        raise
+    return run or NullRun(run_id)
+
+
+class NullRun:
+    """A rank that does not talk to MLflow: it trains, measures and waits for rank 0 at the end."""
+
+    session = None
+    sink = NullSink()
+
+    def __init__(self, run_id: str | None):
+        self.run_id = run_id
+
+    def resumed_from(self, step: int) -> None:
+        pass
+
+    def close(self, config, prepared, fitted, metrics: dict, ranks) -> TrainResult:
         barrier(ranks)
-        return TrainResult(run_id, metrics)
-    found, tags = observation.findings(config, metrics)
-    metrics.update(found)
-    session.set_tags(tags)
-    version = _record(config, prepared, session, trainer, metrics, tags[ADVICE_TAG])
-    barrier(ranks)
-    left = session.finish("FINISHED", FLUSH_TIMEOUT)
-    return TrainResult(session.run_id, metrics, version, left, str(session.buffer.spill_path) if left else None)
+        return TrainResult(self.run_id, metrics)
+
+    def fail(self, exc: BaseException) -> None:
+        pass
 
 
-def _measured(prepared, throughput, output, ranks) -> dict:
-    """Steady-state figures of every rank combined (the Trainer's own samples/s follows another rule per
-    accelerator: GaudiTrainer leaves warmup out, Trainer does not; it is not logged)."""
-    from ..telemetry.throughput import combine_ranks
+class TrackedRun:
+    """Rank 0's run; whatever happens, it does not stay RUNNING."""
 
-    args = prepared.args
-    per_rank = all_gather_objects(throughput.result(args.per_device_train_batch_size
-                                                    * args.gradient_accumulation_steps), ranks)
-    metrics = {**combine_ranks(per_rank), RUNTIME_METRIC: output.metrics.get(RUNTIME_METRIC),
-               TRAIN_LOSS_METRIC: output.training_loss}
-    if prepared.device_loader is not None:
-        metrics[CPU_DECODED_METRIC] = sum(all_gather_objects(prepared.device_loader.cpu_decoded_images(), ranks))
-    return metrics
+    def __init__(self, session):
+        self.session, self.run_id, self.sink = session, session.run_id, session.buffer
+
+    def resumed_from(self, step: int) -> None:
+        self.session.set_tags({RESUMED_FROM_TAG: str(step)})
+
+    def close(self, config, prepared, fitted, metrics: dict, ranks) -> TrainResult:
+        """The second visit: findings, final metrics, tags, description, the model, FINISHED."""
+        found, tags = fitted.observation.findings(config, metrics)
+        metrics.update(found)
+        self.session.set_tags(tags)
+        version = _record(config, prepared, self.session, fitted.trainer, metrics, tags[ADVICE_TAG])
+        barrier(ranks)
+        left = self.session.finish("FINISHED", FLUSH_TIMEOUT)
+        spill = str(self.session.buffer.spill_path) if left else None
+        return TrainResult(self.run_id, metrics, version, left, spill)
+
+    def fail(self, exc: BaseException) -> None:
+        """KILLED on Ctrl-C, FAILED with the reason otherwise; a refused resume leaves the run as it was."""
+        status = "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
+        if isinstance(exc, ConfigError) and self.session.previous_status:
+            status = self.session.previous_status
+        else:
+            self.session.set_tags({ERROR_TAG: first_line(exc)})
+        self.session.finish(status, min(FLUSH_TIMEOUT, 30))
 
 
 def _record(config, prepared, session, trainer, metrics, advice: str) -> str | None:

@@ -1,0 +1,42 @@
+"""Fit: the trainer with its telemetry around it (rank 0 observes; every rank trains)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from .observe import Observation
+from .output_folder import writes_into
+from .resume import checkpoint_to_resume
+from .trainer import build_trainer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """What training left: the trainer, its throughput record, the Trainer's output, the observation."""
+
+    trainer: Any
+    throughput: Any  # telemetry.throughput.ThroughputCallback
+    output: Any  # transformers.TrainOutput
+    observation: Observation
+
+
+def fit(config, prepared, run, ranks) -> Fitted:
+    """Train `prepared` to its end (or from its checkpoint on a resume); metrics go to the run's sink."""
+    trainer, throughput = build_trainer(config, prepared, run.sink)
+    observation = Observation(prepared, run.session, ranks)
+    throughput.window = observation.window  # energy is read at the throughput window's two instants
+    checkpoint = checkpoint_to_resume(config, prepared.args.output_dir)
+    if checkpoint:
+        log.info("resuming run %s from %s", run.run_id, checkpoint)
+    try:
+        with writes_into(config.output_dir):
+            output = trainer.train(resume_from_checkpoint=checkpoint)
+    finally:
+        observation.stop()
+    if config.resume:
+        run.resumed_from(throughput.start_step)  # the checkpoint it continued from
+    return Fitted(trainer, throughput, output, observation)
