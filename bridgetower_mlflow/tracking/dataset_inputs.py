@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 log = logging.getLogger(__name__)
 
 
-def _source(data_source: str, dataset_config: str):
+def _source(data_source: str, dataset_config: str) -> Any:
     # mlflow re-exports these lazily (mlflow.data.sources.__getattr__): invisible to a type checker
     from mlflow.data.sources import HuggingFaceDatasetSource, LocalArtifactDatasetSource  # type: ignore[attr-defined]
 
@@ -17,7 +18,7 @@ def _source(data_source: str, dataset_config: str):
     return LocalArtifactDatasetSource(rest)
 
 
-def log_dataset_inputs(config, data) -> None:
+def log_dataset_inputs(config: Any, data: Any) -> None:
     """Log train/eval as MetaDatasets (no copy of the data; the digest is our fingerprint)."""
     import mlflow
     from mlflow.data.meta_dataset import MetaDataset

@@ -31,7 +31,7 @@ def tracking_error(action: str, exc: Exception) -> TrackingError:
     return TrackingError(f"tracking: cannot {action} at {uri}: {first}")
 
 
-def registry_failure(exc, model_name: str) -> TrackingError:
+def registry_failure(exc: Exception, model_name: str) -> TrackingError:
     """A failed registry call as one line: permission problems name who may do it."""
     code = getattr(exc, "error_code", "")
     first = first_line(exc)

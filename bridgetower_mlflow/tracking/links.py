@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..contract import THROUGHPUT_METRIC, WAIT_METRIC
@@ -23,7 +25,7 @@ def runs_view_url(experiment_id: str, run_id: str | None = None) -> tuple[str, s
     return base + path, hint
 
 
-def print_run_summary(result) -> None:
+def print_run_summary(result: Any) -> None:
     if not result.run_id:
         return
     from mlflow.tracking import MlflowClient

@@ -18,6 +18,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
+from typing import Any
 
 from ..contract import METRICS_PER_BATCH
 from .spill_format import from_line, send_records, to_line
@@ -26,11 +27,11 @@ log = logging.getLogger(__name__)
 
 
 class MetricBuffer:
-    def __init__(self, client, run_id: str, spill_path: Path, flush_interval: float = 5.0,
-                 max_in_memory: int = 50_000, batch_size: int = METRICS_PER_BATCH):
+    def __init__(self, client: Any, run_id: str, spill_path: Path, flush_interval: float = 5.0,
+                 max_in_memory: int = 50_000, batch_size: int = METRICS_PER_BATCH) -> None:
         self.client, self.run_id, self.spill_path = client, run_id, Path(spill_path)
         self.flush_interval, self.max_in_memory, self.batch_size = flush_interval, max_in_memory, batch_size
-        self._queue: deque = deque()
+        self._queue: deque[tuple[Any, ...]] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closing = threading.Event()
@@ -46,7 +47,7 @@ class MetricBuffer:
         self._thread.start()
 
     # producer side (hot path: append only) ---------------------------------------------------
-    def _append(self, record: tuple) -> None:
+    def _append(self, record: tuple[Any, ...]) -> None:
         with self._lock:
             self._queue.append(record)
             if len(self._queue) > self.max_in_memory:
@@ -57,12 +58,12 @@ class MetricBuffer:
             return
         self._append(("metric", key, float(value), int(timestamp or time.time() * 1000), int(step)))
 
-    def log_metrics(self, metrics: dict, step: int) -> None:
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         timestamp = int(time.time() * 1000)
         for key, value in metrics.items():
             self.log_metric(key, value, step, timestamp)
 
-    def log_tags(self, tags: dict) -> None:
+    def log_tags(self, tags: dict[str, str]) -> None:
         self._append(("tags", dict(tags)))
 
     def log_status(self, status: str) -> None:
@@ -95,12 +96,12 @@ class MetricBuffer:
                         self.spill_path, self._spilled)
             self._spilled = self._read_pos = 0
 
-    def _next_batch(self) -> tuple[list, str, int]:
+    def _next_batch(self) -> tuple[list[tuple[Any, ...]], str, int]:
         """Spilled (older) records go first so histories, tags and the status arrive in order."""
         with self._lock:
             self._forget_a_removed_spill_locked()
             if self._spilled:
-                rows: list = []
+                rows: list[tuple[Any, ...]] = []
                 with open(self.spill_path, encoding="utf-8") as handle:
                     handle.seek(self._read_pos)
                     while len(rows) < min(self.batch_size, self._spilled):
@@ -112,7 +113,7 @@ class MetricBuffer:
                 return rows, "spill", position
             return [self._queue[i] for i in range(min(self.batch_size, len(self._queue)))], "memory", 0
 
-    def _acknowledge(self, batch: list, origin: str, position: int) -> None:
+    def _acknowledge(self, batch: list[tuple[Any, ...]], origin: str, position: int) -> None:
         self.sent += sum(1 for record in batch if record[0] == "metric")
         with self._lock:
             if origin == "memory":

@@ -2,10 +2,10 @@
 
 
 class NullSink:
-    def log_metric(self, key, value, step, timestamp=None) -> None:
+    def log_metric(self, key: str, value: float, step: int, timestamp: int | None = None) -> None:
         pass
 
-    def log_metrics(self, metrics, step) -> None:
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         pass
 
     def persist(self) -> None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 from ..contract import MAX_KEY, MAX_PARAM_VALUE, PARAMS_FILE, PARAMS_PER_BATCH
 from ..redact import REDACTED, is_secret, secret_values
 
 MAX_VALUE = MAX_PARAM_VALUE
 BATCH = PARAMS_PER_BATCH
-def flatten(value, prefix: str = "") -> dict[str, object]:
+def flatten(value: object, prefix: str = "") -> dict[str, object]:
     """Nested dicts become dotted keys; lists stay as JSON values."""
     if isinstance(value, dict):
         out = {}
@@ -20,7 +21,7 @@ def flatten(value, prefix: str = "") -> dict[str, object]:
     return {prefix: value}
 
 
-def _as_text(value) -> str:
+def _as_text(value: object) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, (list, tuple, dict)):
@@ -28,7 +29,7 @@ def _as_text(value) -> str:
     return str(value)
 
 
-def prepare_params(params: dict) -> tuple[dict[str, str], dict[str, str]]:
+def prepare_params(params: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
     """(loggable, full): redacted strings; loggable fits MLflow's key/value limits."""
     known = secret_values()
     full, loggable = {}, {}
@@ -73,7 +74,7 @@ def conflicts(existing: dict[str, str], new: dict[str, str]) -> dict[str, tuple[
     return {k: (shown[k], v) for k, v in new.items() if k in shown and not same_value(shown[k], v)}
 
 
-def log_params(client, run_id: str, params: dict[str, str], existing: dict[str, str]) -> int:
+def log_params(client: Any, run_id: str, params: dict[str, str], existing: dict[str, str]) -> int:
     """Log what is not yet on the run, in batches of 100; returns how many were sent."""
     from mlflow.entities import Param
 

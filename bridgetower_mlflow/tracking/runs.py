@@ -23,7 +23,8 @@ FINISHED, FAILED, KILLED, RUNNING = "FINISHED", "FAILED", "KILLED", "RUNNING"
 
 def create_run(client: MlflowClient, experiment_id: str, run_name: str, tags: dict[str, str]) -> str:
     """A RUNNING run (its id) that another process or a later call settles."""
-    return client.create_run(str(experiment_id), tags=tags, run_name=run_name).info.run_id
+    run_id: str = client.create_run(str(experiment_id), tags=tags, run_name=run_name).info.run_id
+    return run_id
 
 
 def create_named_run(experiment_name: str, run_name: str, tags: dict[str, str]) -> str:

@@ -6,9 +6,11 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-from ..contract import NOTE_TAG, RUN_NAME_TAG, SYSTEM_PREFIX
+from ..contract import NOTE_TAG, PARAMS_FILE, RUN_NAME_TAG, SYSTEM_PREFIX
 from ..errors import ConfigError, TrackingError
 from ..redact import redact_text
 from . import params as params_mod
@@ -25,7 +27,7 @@ def spill_dir() -> Path:
 
 
 @contextlib.contextmanager
-def _no_retries():
+def _no_retries() -> Iterator[None]:
     """One attempt, a short timeout: for the local end of a run whose server is away (the status is spilled)."""
     saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
     os.environ.update(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0", MLFLOW_HTTP_REQUEST_TIMEOUT="5")
@@ -42,7 +44,7 @@ def _no_retries():
 class RunSession:
     """One MLflow run, used only by rank 0. Everything logged after the start goes through a MetricBuffer."""
 
-    def __init__(self, run_id: str, client):
+    def __init__(self, run_id: str, client: Any) -> None:
         self.run_id, self.client = run_id, client
         self.previous_status = None  # status of a run resumed with resume=true, before we resumed it
         spill = spill_dir() / f"{run_id}.spill.jsonl"
@@ -56,7 +58,8 @@ class RunSession:
         self.buffer.skip_upto.update({k: s for k, s in self.last_steps.items() if not k.startswith(SYSTEM_PREFIX)})
 
     @classmethod
-    def start(cls, experiment_name: str, run_name: str, tags: dict, resume_run_id: str | None = None) -> RunSession:
+    def start(cls, experiment_name: str, run_name: str, tags: dict[str, str],
+              resume_run_id: str | None = None) -> RunSession:
         """Resume MLFLOW_RUN_ID (mlflow run, sweeps) or `resume_run_id`, else start a new run."""
         import mlflow
 
@@ -78,7 +81,7 @@ class RunSession:
         session.previous_status = previous
         return session
 
-    def log_params(self, params: dict) -> int:
+    def log_params(self, params: dict[str, Any]) -> int:
         """Log every param (flattened, redacted, fitted to limits) plus params_full.json."""
         loggable, full = params_mod.prepare_params(params)
         clash = params_mod.conflicts(self.existing_params, loggable)
@@ -91,23 +94,23 @@ class RunSession:
         except Exception as exc:  # noqa: BLE001
             raise tracking_error("log params", exc) from None
         self.existing_params.update(loggable)
-        self.log_dict(full, params_mod.PARAMS_FILE)
+        self.log_dict(full, PARAMS_FILE)
         return sent
 
-    def set_tags(self, tags: dict) -> None:
+    def set_tags(self, tags: dict[str, Any]) -> None:
         """Queued with the metrics, in order: spilled and replayed like them when the server is away."""
         self.buffer.log_tags({k: redact_text(str(v)) for k, v in tags.items()})
 
     def set_description(self, text: str) -> None:
         self.set_tags({NOTE_TAG: text})
 
-    def log_dict(self, data, artifact_file: str) -> None:
+    def log_dict(self, data: Any, artifact_file: str) -> None:
         self._retry(lambda: self.client.log_dict(self.run_id, data, artifact_file), f"log {artifact_file}")
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         self._retry(lambda: self.client.log_artifact(self.run_id, str(path), artifact_path), f"log {path}")
 
-    def _retry(self, action, what: str, attempts: int = 3) -> bool:
+    def _retry(self, action: Callable[[], object], what: str, attempts: int = 3) -> bool:
         """Tags and artifacts at phase ends: retried, then a warning (training results stay in the store)."""
         for attempt in range(attempts):
             try:

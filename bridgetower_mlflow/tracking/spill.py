@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, TextIO
 
 from ..errors import TrackingError
 from .spill_format import from_line, send_records
 
 
-def upload_spill(path) -> tuple[int, set]:
+def upload_spill(path: Path | str) -> tuple[int, set[str]]:
     """Send every spilled record in its order (re-sending is safe); delete the file. (metrics sent, run ids)."""
     from mlflow.tracking import MlflowClient
 
     client, path = MlflowClient(), Path(path)
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    groups: list[tuple[str, list]] = []  # consecutive records of one run, in file order
+    groups: list[tuple[str, list[tuple[Any, ...]]]] = []  # consecutive records of one run, in file order
     for run_id, record in map(from_line, lines):
         if not groups or groups[-1][0] != run_id:
             groups.append((run_id, []))
@@ -30,7 +31,7 @@ def upload_spill(path) -> tuple[int, set]:
     return sent, {run_id for run_id, _ in groups}
 
 
-def hold_spill_lock(spill: Path):
+def hold_spill_lock(spill: Path) -> TextIO:
     """Held while a run may still write its spill file, so another run never replays it meanwhile."""
     import fcntl
 

@@ -8,11 +8,12 @@ logged after them) and batches consecutive metrics; re-sending any record is saf
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..contract import METRICS_PER_BATCH
 
 
-def to_line(run_id: str, record: tuple) -> str:
+def to_line(run_id: str, record: tuple[Any, ...]) -> str:
     kind = record[0]
     if kind == "metric":
         _, key, value, timestamp, step = record
@@ -24,7 +25,7 @@ def to_line(run_id: str, record: tuple) -> str:
     return json.dumps(row) + "\n"
 
 
-def from_line(line: str) -> tuple[str, tuple]:
+def from_line(line: str) -> tuple[str, tuple[Any, ...]]:
     """(run_id, record) of one spill line (also reads the metric and status lines of older versions)."""
     row = json.loads(line)
     if "key" in row:
@@ -34,11 +35,11 @@ def from_line(line: str) -> tuple[str, tuple]:
     return row["run_id"], ("status", row["status"], row.get("end_time"))
 
 
-def send_records(client, run_id: str, records: list[tuple]) -> int:
+def send_records(client: Any, run_id: str, records: list[tuple[Any, ...]]) -> int:
     """Deliver `records` in order; consecutive metrics go in batches. Returns the metrics sent."""
     from mlflow.entities import Metric, RunTag
 
-    metrics: list = []
+    metrics: list[Any] = []
     sent = 0
 
     def flush_metrics() -> int:
