@@ -26,8 +26,8 @@ def train_command(**options):
     config = build_train_config(**options)
     setup_logging()
     from ..launch.self_launch import was_self_launched
-    from ..tracking.links import print_run_summary
     from .flow import train
+    from .summary import print_run_summary
 
     result = train(config)
     if not was_self_launched():  # the launcher prints for its ranks

@@ -55,7 +55,7 @@ def open_run(config, prepared, ranks, tracked: bool = True):
         if session is not None:
             with writes_into(config.output_dir):
                 remember_run(config.output_dir, session.run_id)
-            from ..tracking.dataset_inputs import log_dataset_inputs
+            from .dataset_inputs import log_dataset_inputs
 
             log_dataset_inputs(config, prepared.data)
         run_id = broadcast_from_main(session.run_id if session else os.environ.get("MLFLOW_RUN_ID"), ranks)
