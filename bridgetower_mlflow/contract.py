@@ -23,6 +23,7 @@ def accelerator_family(name: str) -> str | None:
 # --- run kinds (tag RUN_KIND_TAG) ----------------------------------------------------------------
 RUN_KIND_TAG = "bridgetower.run_kind"
 RUN_KIND_TRAIN, RUN_KIND_SWEEP, RUN_KIND_COMPARE = "train", "sweep", "compare"
+RUN_KIND_RESUME = "resume"  # the run `mlflow run -P resume=true` created: the steps are in RESUMED_RUN_TAG's run
 
 # --- MLflow's own tags ---------------------------------------------------------------------------
 PARENT_RUN_TAG = "mlflow.parentRunId"
@@ -52,6 +53,7 @@ DATASET_FINGERPRINT_TAG = "dataset.fingerprint"
 EVAL_FINGERPRINT_TAG = "dataset.eval_fingerprint"
 MODEL_PRESET_TAG = "model_preset"
 RESUMED_TAG = "resumed"
+RESUMED_RUN_TAG = "resumed.run"  # on a resume's project run: the run it continued
 RESUMED_FROM_TAG = "resumed.from_step"  # the global step of the checkpoint a resumed run continued from
 ERROR_TAG = "error"
 ERROR_TAG_LIMIT = 500  # characters of the reason a run did not finish

@@ -11,6 +11,7 @@ from ..contract import NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG, RUN_NAME_TAG
 from ..errors import BridgeTowerMlflowError, ConfigError
 from ..redact import first_line
 from ..tracking.runs import FAILED, FINISHED, KILLED, create_run, settle_run
+from ..tracking.store_init import ready_store
 from .backends.local import LocalBackend
 from .child import ChildResult, SweepContext, print_failure, progress_line
 from .grid import SweepPlan, parse_device_decode, parse_workers, plan_cells
@@ -89,6 +90,7 @@ def open_parent(client, options: SweepOptions, plan: SweepPlan, backend: str) ->
         "sweep.device_decode": str(options.device_decode), "sweep.repeats": str(options.repeats),
         "sweep.cells": str(len(plan.cells)), "sweep.backend": backend,
     }
+    ready_store()  # two sweeps (or a sweep and a train) starting on a fresh sqlite store
     run_id = os.environ.get("MLFLOW_RUN_ID")
     name = f"sweep {options.accel} w{options.workers.replace(',', '/')}"
     if run_id:

@@ -34,7 +34,10 @@ def create_named_run(experiment_name: str, run_name: str, tags: dict[str, str]) 
     import mlflow
     from mlflow.tracking import MlflowClient
 
+    from .store_init import ready_store
+
     try:
+        ready_store()
         experiment = mlflow.set_experiment(experiment_name) if experiment_name else None
         experiment_id = experiment.experiment_id if experiment else mlflow.tracking.fluent._get_experiment_id()
         return create_run(MlflowClient(), str(experiment_id), run_name, tags)

@@ -27,7 +27,7 @@ def spill_dir() -> Path:
 
 
 @contextlib.contextmanager
-def _no_retries() -> Iterator[None]:
+def no_retries() -> Iterator[None]:
     """One attempt, a short timeout: for the local end of a run whose server is away (the status is spilled)."""
     saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
     os.environ.update(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0", MLFLOW_HTTP_REQUEST_TIMEOUT="5")
@@ -52,7 +52,7 @@ class RunSession:
         self._spill_lock = hold_spill_lock(spill)
         self.buffer = MetricBuffer(client, run_id, spill)
         data = client.get_run(run_id).data
-        self.existing_params = dict(data.params)
+        self.existing_params, self.existing_tags = dict(data.params), dict(data.tags)
         # latest_metrics holds each key's highest step: a resumed run must not log those steps twice
         self.last_steps = {m.key: m.step for m in data._metric_objs}
         self.buffer.skip_upto.update({k: s for k, s in self.last_steps.items() if not k.startswith(SYSTEM_PREFIX)})
@@ -60,12 +60,15 @@ class RunSession:
     @classmethod
     def start(cls, experiment_name: str, run_name: str, tags: dict[str, str],
               resume_run_id: str | None = None) -> RunSession:
-        """Resume MLFLOW_RUN_ID (mlflow run, sweeps) or `resume_run_id`, else start a new run."""
+        """Resume `resume_run_id` or MLFLOW_RUN_ID (mlflow run, sweeps), else start a new run."""
         import mlflow
+
+        from .store_init import ready_store
 
         _probe_server(mlflow.get_tracking_uri())
         try:
-            run_id = os.environ.get("MLFLOW_RUN_ID") or resume_run_id
+            ready_store()
+            run_id = resume_run_id or os.environ.get("MLFLOW_RUN_ID")
             if not run_id and experiment_name:
                 mlflow.set_experiment(experiment_name)
             previous = mlflow.tracking.MlflowClient().get_run(resume_run_id).info.status if resume_run_id else None
@@ -101,6 +104,11 @@ class RunSession:
         """Queued with the metrics, in order: spilled and replayed like them when the server is away."""
         self.buffer.log_tags({k: redact_text(str(v)) for k, v in tags.items()})
 
+    def delete_tag(self, key: str) -> None:
+        """Now, not queued: for a tag an earlier attempt left (a resumed run's stale `error`)."""
+        if key in self.existing_tags:
+            self._retry(lambda: self.client.delete_tag(self.run_id, key), f"clear the {key} tag")
+
     def set_description(self, text: str) -> None:
         self.set_tags({NOTE_TAG: text})
 
@@ -128,7 +136,7 @@ class RunSession:
 
         self.buffer.log_status(status)
         left = self.buffer.close(flush_timeout)
-        with _no_retries():  # the status is delivered or spilled already: never minutes of retries here
+        with no_retries():  # the status is delivered or spilled already: never minutes of retries here
             try:
                 mlflow.end_run(status)
             except Exception:  # noqa: BLE001 - the server is away; the spill file holds the status

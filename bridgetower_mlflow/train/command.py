@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import click
 
 from ..cli_support import CONTEXT, dual_option, reports_errors, setup_logging
@@ -26,13 +29,29 @@ def train_command(**options):
     config = build_train_config(**options)
     setup_logging()
     from ..launch.self_launch import was_self_launched
+    from ..launch.signals import Stopped, stop_signals_raise
     from .flow import train
     from .summary import print_run_summary
 
-    result = train(config)
+    with stop_signals_raise():
+        try:
+            result = train(config)
+        except Stopped as exc:
+            click.echo(f"error: {stopped_line(config, exc)}", err=True)
+            sys.exit(exc.exit_code)
     if not was_self_launched():  # the launcher prints for its ranks
         print_run_summary(result)
     if result.spill_left:
         raise TrackingError(f"tracking: the run trained, but {result.spill_left} records (metrics, tags, its end "
                             f"status) could not reach the tracking server; record them with: bridgetower-mlflow "
                             f"upload-spill {result.spill_file}")
+
+
+def stopped_line(config, exc) -> str:
+    """`train: stopped by SIGTERM at step 12; run abc is KILLED; resume with: bridgetower-mlflow train ...`."""
+    from .resume import has_complete_checkpoint, resume_hint
+
+    at = f" at step {exc.step}" if exc.step is not None else ""
+    run = f"; run {exc.run_id} is KILLED" if getattr(exc, "run_id", None) else ""
+    folder = str(Path(config.output_dir) / exc.run_id) if getattr(exc, "run_id", None) else config.output_dir
+    return f"train: {exc}{at}{run}; {resume_hint(config, has_complete_checkpoint(folder))}"

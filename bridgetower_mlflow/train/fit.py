@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from ..launch.signals import Stopped
 from .observe import Observation
 from .output_folder import writes_into
 from .resume import checkpoint_to_resume
@@ -35,6 +36,9 @@ def fit(config, prepared, run, ranks) -> Fitted:
     try:
         with writes_into(config.output_dir):
             output = trainer.train(resume_from_checkpoint=checkpoint)
+    except Stopped as exc:
+        exc.step = trainer.state.global_step
+        raise
     finally:
         observation.stop()
     if config.resume:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from ..accelerators.detection import hide_if_broken
 from ..accelerators.registry import get_accelerator
 from ..launch.ranks import RankInfo, needs_launch
+from ..launch.self_launch import was_self_launched
+from ..launch.signals import Stopped
 from .fit import fit
 from .measure import measure
-from .output_folder import check_writable
+from .output_folder import check_writable, holding
 from .prepare import prepare
 from .result import TrainResult
 from .run import launch_tracked, open_run
@@ -22,6 +25,12 @@ def train(config, *, tracked: bool = True) -> TrainResult:
     """
     ranks = RankInfo.from_env()
     check_writable(config.output_dir)
+    owner = ranks.is_main and not was_self_launched()  # self-launched ranks train under their launcher's hold
+    with holding(config.output_dir) if owner else contextlib.nullcontext():
+        return _train(config, ranks, tracked)
+
+
+def _train(config, ranks: RankInfo, tracked: bool) -> TrainResult:
     adapter = get_accelerator(config.accel)
     for key, value in adapter.stack_environment(config.hf_args).items():  # before anything imports torch
         os.environ.setdefault(key, value)
@@ -39,5 +48,7 @@ def train(config, *, tracked: bool = True) -> TrainResult:
         metrics = measure(config, prepared, fitted, ranks)
         return run.close(config, prepared, fitted, metrics, ranks)
     except BaseException as exc:
+        if isinstance(exc, Stopped):
+            exc.run_id = run.run_id
         run.fail(exc)
         raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -25,14 +26,47 @@ def last_run(output_dir: str) -> str | None:
 
 
 def run_to_resume(config) -> str | None:
-    """The run a resume continues (None for a new run, or when mlflow run / a sweep names it)."""
-    if not config.resume or os.environ.get("MLFLOW_RUN_ID"):
+    """The run a resume continues, found by its output folder: None for a new run.
+
+    Not MLFLOW_RUN_ID: `mlflow run -P resume=true` creates a new project run, which only records what it resumed.
+    """
+    if not config.resume:
         return None
     run_id = last_run(config.output_dir)
     if not run_id:
         raise ConfigError("resume", "true", f"allowed only after a run in output_dir {config.output_dir!r} "
                           "(no last_run.json there)")
     return run_id
+
+
+def project_run_of_resume(resumed_run_id: str | None) -> str | None:
+    """The run `mlflow run` created for a resume that continues another run (None when there is none)."""
+    outer = os.environ.get("MLFLOW_RUN_ID")
+    return outer if resumed_run_id and outer and outer != resumed_run_id else None
+
+
+def resume_hint(config, has_checkpoint: bool) -> str:
+    """How to continue an interrupted run: the same command with --resume true, or why it cannot."""
+    if not has_checkpoint:
+        return "it saved no checkpoint to resume from (save_steps=0 or none reached yet): train it again"
+    from ..config import TrainConfig
+
+    defaults = TrainConfig().to_fields()
+    words = ["bridgetower-mlflow", "train"]
+    for key, value in config.to_fields().items():
+        if key != "resume" and value != defaults.get(key):
+            words += [f"--{key.replace('_', '-')}", _cli_value(value)]
+    return f"resume with: {shlex.join([*words, '--resume', 'true'])}"
+
+
+def _cli_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def has_complete_checkpoint(run_folder: str) -> bool:
+    return any(_has_state(p) for p in Path(run_folder).glob("checkpoint-*"))
 
 
 def checkpoint_to_resume(config, output_dir: str) -> str | None:

@@ -14,7 +14,10 @@ from ..contract import (
     ADVICE_TAG,
     ERROR_TAG,
     INPUT_BOUND_TAG,
+    NOTE_TAG,
     RESUMED_FROM_TAG,
+    RESUMED_RUN_TAG,
+    RUN_KIND_RESUME,
     RUN_KIND_TAG,
     RUN_KIND_TRAIN,
     THROUGHPUT_METRIC,
@@ -24,15 +27,17 @@ from ..contract import (
 )
 from ..errors import ConfigError, LaunchFailed
 from ..launch.collectives import barrier, broadcast_from_main
+from ..launch.signals import Stopped
 from ..redact import first_line
 from ..tracking.null_sink import NullSink
 from .output_folder import writes_into
 from .record import describe, device_tags, run_name, start_tags, train_params
 from .result import TrainResult
-from .resume import remember_run, run_to_resume
+from .resume import project_run_of_resume, remember_run, run_to_resume
 
 log = logging.getLogger(__name__)
 FLUSH_TIMEOUT = float(os.environ.get("BRIDGETOWER_FLUSH_TIMEOUT", "120"))
+STOP_FLUSH_TIMEOUT = 10.0  # inside Kubernetes' 30 s grace; what is not sent by then is in the spill file
 
 
 def start_session(config, prepared):
@@ -50,7 +55,8 @@ def open_run(config, prepared, ranks, tracked: bool = True):
     from ..model.load import count_parameters
 
     session = start_session(config, prepared) if ranks.is_main and tracked else None
-    run = TrackedRun(session) if session is not None else None
+    run = TrackedRun(session, project_run_of_resume(session.run_id if config.resume else None)) \
+        if session is not None else None
     try:
         if session is not None:
             with writes_into(config.output_dir):
@@ -62,6 +68,8 @@ def open_run(config, prepared, ranks, tracked: bool = True):
         prepared.args.output_dir = str(Path(config.output_dir) / (run_id or "run"))
         if session is not None:
             session.log_params(train_params(config, prepared, count_parameters(prepared.loaded.model)))
+            if config.resume:
+                session.delete_tag(ERROR_TAG)  # what stopped the last attempt no longer describes the run
     except BaseException as exc:
         if run is not None:
             run.fail(exc)
@@ -90,10 +98,35 @@ class NullRun:
 
 
 class TrackedRun:
-    """Rank 0's run; whatever happens, it does not stay RUNNING."""
+    """Rank 0's run; whatever happens, it does not stay RUNNING (nor does the project run of a resume)."""
 
-    def __init__(self, session):
+    def __init__(self, session, project_run: str | None = None):
         self.session, self.run_id, self.sink = session, session.run_id, session.buffer
+        self.project_run = project_run  # `mlflow run -P resume=true`'s own run: it records what it resumed
+        if project_run:
+            self._mark_project_run()
+
+    def _mark_project_run(self) -> None:
+        note = f"resume of run {self.run_id}: its steps, metrics and model are logged there, not in this run"
+        tags = {RESUMED_RUN_TAG: self.run_id, RUN_KIND_TAG: RUN_KIND_RESUME, NOTE_TAG: note}
+        try:
+            for key, value in tags.items():
+                self.session.client.set_tag(self.project_run, key, value)
+        except Exception as exc:  # noqa: BLE001 - the resumed run is what matters; mlflow run ends this one
+            log.warning("could not tag the project run %s: %s", self.project_run, first_line(exc))
+
+    def _settle_project_run(self, status: str, reason: str = "") -> None:
+        """The project run ends as the run it resumed did (mlflow run would mark it by exit status only)."""
+        if not self.project_run:
+            return
+        from ..tracking.runs import settle_run
+        from ..tracking.session import no_retries
+
+        try:
+            with no_retries():
+                settle_run(self.session.client, self.project_run, status, reason)
+        except Exception as exc:  # noqa: BLE001 - the server is away: mlflow run marks it by our exit status
+            log.warning("could not end the project run %s: %s", self.project_run, first_line(exc))
 
     def resumed_from(self, step: int) -> None:
         self.session.set_tags({RESUMED_FROM_TAG: str(step)})
@@ -106,17 +139,23 @@ class TrackedRun:
         version = _record(config, prepared, self.session, fitted.trainer, metrics, tags[ADVICE_TAG])
         barrier(ranks)
         left = self.session.finish("FINISHED", FLUSH_TIMEOUT)
+        self._settle_project_run("FINISHED")
         spill = str(self.session.buffer.spill_path) if left else None
         return TrainResult(self.run_id, metrics, version, left, spill)
 
     def fail(self, exc: BaseException) -> None:
-        """KILLED on Ctrl-C, FAILED with the reason otherwise; a refused resume leaves the run as it was."""
+        """KILLED on a stop signal, FAILED with the reason otherwise; a refused resume leaves the run as it was.
+
+        Everything queued is on disk first: a SIGKILL at the end of a grace period then loses nothing."""
         status = "KILLED" if isinstance(exc, KeyboardInterrupt) else "FAILED"
         if isinstance(exc, ConfigError) and self.session.previous_status:
             status = self.session.previous_status
         else:
             self.session.set_tags({ERROR_TAG: first_line(exc)})
-        self.session.finish(status, min(FLUSH_TIMEOUT, 30))
+        self.session.buffer.persist()
+        self.session.finish(status, STOP_FLUSH_TIMEOUT if status == "KILLED" else min(FLUSH_TIMEOUT, 30))
+        outcome = "KILLED" if status == "KILLED" else "FAILED"
+        self._settle_project_run(outcome, f"the resumed run {self.run_id} did not finish: {first_line(exc)}")
 
 
 def _record(config, prepared, session, trainer, metrics, advice: str) -> str | None:
@@ -142,12 +181,17 @@ def launch_tracked(config, adapter, device) -> TrainResult:
 
     from ..launch.self_launch import launch_ranks
     from ..tracking.context import context_tags
-    from ..tracking.runs import FAILED, FINISHED, create_named_run, settle_run
+    from ..tracking.runs import FAILED, FINISHED, KILLED, create_named_run, settle_run
 
     tags = {**context_tags(), **device_tags(device), RUN_KIND_TAG: RUN_KIND_TRAIN}
-    run_id = create_named_run(config.experiment_name, run_name(config, device.kind), tags)
-    code = launch_ranks(adapter.launch_command(device, ["train", *to_cli_args(config)]), run_id)
+    run_id = run_to_resume(config) or create_named_run(config.experiment_name, run_name(config, device.kind), tags)
     client = MlflowClient()
+    try:
+        code = launch_ranks(adapter.launch_command(device, ["train", *to_cli_args(config)]), run_id)
+    except Stopped as exc:
+        exc.run_id = run_id
+        settle_run(client, run_id, KILLED, first_line(exc))
+        raise
     settle_run(client, run_id, FINISHED if code == 0 else FAILED, f"a rank exited with status {code}")
     if code != 0:
         raise LaunchFailed(f"devices: {config.devices} ranks were launched and one failed (exit {code}); "
