@@ -1,7 +1,7 @@
 """`bridgetower-mlflow`: a click group whose subcommands load by name, only when they run.
 
-Nothing is registered at import time, so `--help` and argument errors answer before torch,
-transformers or mlflow load.
+Nothing is registered at import time, so `--help`, `--version` and argument errors answer before torch,
+transformers or mlflow load; an http(s) tracking URI's credentials move out of it before a subcommand loads.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import importlib
 
 import click
 
-from .cli_support import CONTEXT
+from .cli_support import CONTEXT, reports_errors
+from .tracking.credentials import move_uri_credentials
 
 COMMANDS = {
     "train": "bridgetower_mlflow.train.command:train_command",
@@ -25,6 +26,11 @@ COMMANDS = {
 class LazyGroup(click.Group):
     """Resolves `COMMANDS[name]` on first use."""
 
+    def invoke(self, ctx):
+        # before resolving the subcommand (its import may load mlflow) and before any run starts
+        reports_errors(move_uri_credentials)()
+        return super().invoke(ctx)
+
     def list_commands(self, ctx):
         return list(COMMANDS)
 
@@ -36,5 +42,6 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings=CONTEXT)
+@click.version_option(package_name="bridgetower-mlflow", prog_name="bridgetower-mlflow")
 def main():
     """BridgeTower fine-tuning benchmark, tracked in MLflow (Gaudi, NVIDIA, CPU)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 REDACTED = "***"
 # a name that says it holds a secret: `hub_token`, `api-key`, `db_password`, `client_secret`, `Authorization`
@@ -20,7 +21,10 @@ SECRET_VALUE = re.compile(
     r"AKIA[0-9A-Z]{16}|eyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,}|(?i:bearer)\s+\S{8,}|"
     r"xox[bpas]-[\w-]{10,})"
 )
-URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")  # user:password@ in any URI
+# user:password@ in any URI, all of the password: SQLAlchemy reads it up to the first @ (a / allowed in it),
+# requests up to the last @ before the host's /
+URL_USERINFO = re.compile(r"(?<=://)(?P<user>[^:/\s@]*):(?:[^\s/?#]*@|[^\s@]*@)")
+URL_QUERY_VALUE = re.compile(r"(?<=[?&])(?P<name>[^=&\s#]+)=(?P<value>[^&\s#]+)")  # ?password=... judged by name
 SECRET_ENV = ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
               "MLFLOW_TRACKING_CLIENT_CERT_PATH", "AWS_SECRET_ACCESS_KEY", "DATABRICKS_TOKEN")
 EMPTY_VALUES = ("", "None", "null", "[]", "{}")
@@ -40,15 +44,25 @@ def is_secret(key: str, text: str, known: list[str]) -> bool:
     """A param is secret by its name (when it holds anything), by its value's shape, or by a known secret."""
     if secret_name(key) and text not in EMPTY_VALUES:
         return True
-    return bool(SECRET_VALUE.search(text) or URL_USERINFO.search(text)) or any(s in text for s in known)
+    return redact_text(text, known) != text
+
+
+def _redact(text: str, known: list[str], userinfo: str | Callable[[re.Match[str]], str]) -> str:
+    for secret in known:
+        text = text.replace(secret, REDACTED)
+    text = URL_QUERY_VALUE.sub(lambda m: f"{m['name']}={REDACTED}" if secret_name(m["name"]) else m[0],
+                               SECRET_VALUE.sub(REDACTED, text))
+    return URL_USERINFO.sub(userinfo, text)
 
 
 def redact_text(text: str, known: list[str] | None = None) -> str:
     """Replace token-, password- or key-like parts of free text (descriptions, logs, URIs) by ***."""
-    known = secret_values() if known is None else known
-    for secret in known:
-        text = text.replace(secret, REDACTED)
-    return URL_USERINFO.sub(REDACTED + "@", SECRET_VALUE.sub(REDACTED, text))
+    return _redact(text, secret_values() if known is None else known, REDACTED + "@")
+
+
+def without_password(uri: str) -> str:
+    """A URI for a command the user runs: `user:***@`, the user name kept so they know whose password goes there."""
+    return _redact(uri, secret_values(), lambda m: f"{m['user']}:{REDACTED}@")
 
 
 def first_line(exc: BaseException, limit: int = 500) -> str:

@@ -76,7 +76,7 @@ CASES = [  # (CLI arguments, extra environment, what the one error line must say
     (["--hf-args", "--unclosed 'quote"], {}, "hf_args: invalid value"),
     (["--hf-args", "--hub_token hf_abcdefghijklmnopqrstuvwxyz"], {}, "hf_args: invalid value '--hub_token ***'; allowed: flags without secrets"),
     ([], {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}, "tracking: server http://127.0.0.1:9 unreachable"),
-    ([], {"MLFLOW_TRACKING_URI": "http://bob:hunter2@127.0.0.1:9"}, "tracking: server http://***@127.0.0.1:9 unreachable"),
+    ([], {"MLFLOW_TRACKING_URI": "http://bob:hunter2@127.0.0.1:9"}, "tracking: server http://127.0.0.1:9 unreachable"),  # the password moved out of the URI first
 ]
 
 

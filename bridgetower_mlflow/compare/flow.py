@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..contract import NOTE_LIMIT, NOTE_TAG, RUN_KIND_COMPARE, RUN_KIND_TAG
 from ..errors import ConfigError
+from ..redact import redact_text
 from ..tracking.runs import FINISHED, create_run, settle_run
 from . import render
 from .gate import GateResult, check_gate, gate_document, write_gate
@@ -176,7 +177,7 @@ def ui_links(client, scope: CompareScope, run_id: str | None) -> list[str]:
     uri = getattr(client, "tracking_uri", "") or ""
     if not str(uri).startswith(("http://", "https://")):
         return []
-    base = str(uri).rstrip("/")
+    base = redact_text(str(uri).rstrip("/"))  # a library caller's client may still hold user:password@
     links = [f"{base}/#/experiments/{exp_id}/runs?workflowType=machine_learning"
              for exp_id in scope.experiment_ids[:5]]
     if run_id:

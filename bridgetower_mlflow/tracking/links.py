@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
+
+LOCAL_UI = "http://127.0.0.1:5000"
+
 
 def runs_view_url(experiment_id: str, run_id: str | None = None) -> tuple[str, str | None]:
     """(url, how to start the UI first or None); the runs table is the 'Model training' view."""
@@ -13,7 +17,16 @@ def runs_view_url(experiment_id: str, run_id: str | None = None) -> tuple[str, s
     if uri.startswith(("http://", "https://")):
         base, hint = redact_text(uri.rstrip("/")), None
     else:
-        base, hint = "http://127.0.0.1:5000", f"mlflow ui --backend-store-uri {uri} --port 5000"
+        base, hint = LOCAL_UI, ui_command(uri)
     path = f"/#/experiments/{experiment_id}/runs/{run_id}" if run_id else \
         f"/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
     return base + path, hint
+
+
+def ui_command(store_uri: str) -> str:
+    """`mlflow ui` over a local or database store, the URI one shell word and its password never shown."""
+    from ..redact import REDACTED, without_password
+
+    shown = without_password(store_uri)
+    command = f"mlflow ui --backend-store-uri {shlex.quote(shown)} --port 5000"
+    return command if shown == store_uri else f"{command}; the password is left out: write it in place of {REDACTED}"
