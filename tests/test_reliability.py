@@ -242,3 +242,45 @@ def test_resume_with_a_different_learning_rate_is_refused(cache_dir, sqlite_uri,
     assert err.strip().splitlines()[-1].startswith("error: learning_rate: invalid value '5e-05'; allowed: '1e-05'")
     assert no_running_runs(sqlite_uri) == []
     assert MlflowClient(sqlite_uri).search_runs(["0"])[0].info.status == "FINISHED"  # left as it was
+
+
+def test_outage_under_the_product_defaults_with_another_stores_leftovers(cache_dir, tmp_path, monkeypatch):
+    """As users run it: MLflow's and the product's default timeouts, no hold file, and a spill folder shared
+    with another store (its leftovers must neither break this run nor be lost)."""
+    from bridgetower_mlflow.tracking.spill_format import to_line
+
+    other_uri = f"sqlite:///{tmp_path / 'other.db'}"
+    other = MlflowClient(other_uri)
+    other_id = other.create_run(other.create_experiment("elsewhere")).info.run_id
+    leftover = cache_dir / "spill" / f"{other_id}.spill.jsonl"
+    leftover.parent.mkdir(parents=True, exist_ok=True)
+    leftover.write_text("".join(to_line(other_id, ("metric", "loss", 0.5, 1_700_000_000_000 + i, i))
+                                for i in range(1, 4)) + to_line(other_id, ("status", "FINISHED", 1_700_000_000_100)))
+    server = MlflowServer(f"sqlite:///{tmp_path / 'outage.db'}", tmp_path / "artifacts").start()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
+    client, steps = MlflowClient(server.url), 80
+    proc = _train(["--max-steps", str(steps), "--logging-steps", "1", "--per-device-train-batch-size", "8",
+                   "--dataloader-num-workers", "0", "--log-model", "false"], tmp_path / "train.log", env_extra=PACED)
+    try:
+        run_id = _wait_for(lambda: _one_run(client))
+        _wait_for(lambda: len(_steps(client, run_id, "loss")) >= 3)
+        server.stop()
+        time.sleep(20)
+        server.start()  # the run may have ended meanwhile: its end waits for the server (120 s by default)
+        assert proc.wait(timeout=900) == 0, (tmp_path / "train.log").read_text()[-3000:]
+    finally:
+        proc.kill()
+        server.stop()
+    server.start()
+    try:
+        run = client.get_run(run_id)
+        assert run.info.status == "FINISHED" and "eval_loss" in run.data.metrics
+        for key in STEP_KEYS:
+            assert _steps(client, run_id, key) == list(range(1, steps + 1)), key
+    finally:
+        server.stop()
+    assert leftover.exists()  # not this store's: kept for its own store
+    upload = subprocess.run([str(BIN / "bridgetower-mlflow"), "upload-spill", str(leftover)], capture_output=True,
+                            text=True, timeout=300, env={**os.environ, "MLFLOW_TRACKING_URI": other_uri})
+    assert upload.returncode == 0, upload.stderr[-2000:]
+    assert _steps(other, other_id, "loss") == [1, 2, 3] and other.get_run(other_id).info.status == "FINISHED"
