@@ -60,7 +60,7 @@ lint: install-test
 GAUDI_TESTS := tests/test_gaudi_stack.py tests/test_gaudi_recipe.py tests/test_accel_gaudi.py tests/test_gaudi_process.py \
 	tests/test_media_pipe.py tests/test_gaudi_detect.py tests/test_device_telemetry.py tests/test_train_project.py \
 	tests/test_resume_loaders.py tests/test_resume_checkpoint.py tests/test_model_serving.py tests/test_modeling.py \
-	tests/test_efficiency.py tests/test_throughput.py tests/test_environments.py
+	tests/test_efficiency.py tests/test_throughput.py tests/test_environments.py tests/test_small_splits.py
 
 test: lint install-gaudi
 	$(BIN)/python -m pytest -q

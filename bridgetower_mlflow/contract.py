@@ -23,7 +23,7 @@ def accelerator_family(name: str) -> str | None:
 # --- run kinds (tag RUN_KIND_TAG) ----------------------------------------------------------------
 RUN_KIND_TAG = "bridgetower.run_kind"
 RUN_KIND_TRAIN, RUN_KIND_SWEEP, RUN_KIND_COMPARE = "train", "sweep", "compare"
-RUN_KIND_RESUME = "project_resume"  # the run `mlflow run -P resume=true` created: the steps are in RESUMED_RUN_TAG's run
+RUN_KIND_RESUME = "project_resume"  # mlflow run's own run of a resume: its steps are in RESUMED_RUN_TAG's run
 
 # --- MLflow's own tags ---------------------------------------------------------------------------
 PARENT_RUN_TAG = "mlflow.parentRunId"

@@ -41,6 +41,12 @@ class TrackingError(BridgeTowerMlflowError):
     exit_code = 2
 
 
+class NothingTrained(BridgeTowerMlflowError):
+    """Training ended without one optimizer step: there is no model and no loss to report."""
+
+    exit_code = 2
+
+
 class PromotionRefused(BridgeTowerMlflowError):
     """A promotion gate said no (only an error with --fail-if-not-promoted)."""
 

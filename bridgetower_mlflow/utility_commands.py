@@ -14,14 +14,22 @@ from .cli_support import CONTEXT, reports_errors
 @click.option("--validation-size", default=48, show_default=True, type=click.IntRange(2))
 @click.option("--test-size", default=48, show_default=True, type=click.IntRange(1))
 @click.option("--seed", default=0, show_default=True, type=int)
+@reports_errors
 def sample_data_command(output, train_size, validation_size, test_size, seed):
     """Generate the sample set (New Yorker `matching` schema) in imagefolder layout."""
     from pathlib import Path
 
-    from .data.sample import generate_sample_set
+    from .data.sample import default_sample_dir, describe_os_error, generate_sample_set
+    from .errors import OutputUnwritable
 
     sizes = {"train": train_size, "validation": validation_size, "test": test_size}
-    folder = generate_sample_set(Path(output) if output else None, sizes, seed)
+    target = Path(output) if output else default_sample_dir()
+    try:
+        folder = generate_sample_set(target, sizes, seed)
+    except OSError as exc:
+        raise OutputUnwritable(f"output: cannot write the sample set into '{target}' ({describe_os_error(exc)}); "
+                               "allowed: an absent or empty folder, or a sample set, that this user can "
+                               "write") from None
     click.echo(f"sample set: {folder} ({train_size}/{validation_size}/{test_size} rows)")
 
 

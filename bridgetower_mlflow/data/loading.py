@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     from datasets import Dataset
 
 from ..errors import DataError
+from ..redact import first_line
 from .cpu_images import ImageTransform
-from .sample import generate_sample_set
+from .sample import default_sample_dir, describe_os_error, generate_sample_set
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
@@ -37,15 +38,19 @@ def _load_dataset_dict(dataset: str, dataset_config: str):
     import datasets
 
     if dataset == "sample":
-        folder = generate_sample_set()
+        folder = _sample_set()
         return datasets.load_dataset("imagefolder", data_dir=str(folder)), f"sample:{folder}"
     path = Path(dataset).expanduser()
     if path.exists():
         if not path.is_dir():
             raise DataError(f"dataset: '{dataset}' is not a folder; allowed: sample, a local folder or a Hub id")
-        if (path / "dataset_dict.json").exists():
-            return datasets.load_from_disk(str(path)), f"disk:{path.resolve()}"
-        return datasets.load_dataset(str(path.resolve())), f"folder:{path.resolve()}"
+        try:
+            if (path / "dataset_dict.json").exists():
+                return datasets.load_from_disk(str(path)), f"disk:{path.resolve()}"
+            return datasets.load_dataset(str(path.resolve())), f"folder:{path.resolve()}"
+        except (OSError, ValueError) as exc:  # no data files, unreadable or mixed formats: datasets says which
+            raise DataError(f"dataset: cannot load folder '{dataset}': {first_line(exc)}; allowed: a folder of "
+                            "images with metadata.jsonl (imagefolder), or one saved by save_to_disk") from None
     if dataset.startswith(("/", ".", "~")) or not HUB_ID.match(dataset):
         raise DataError(
             f"dataset: folder '{dataset}' does not exist; allowed: sample, an existing local folder or a Hub dataset id"
@@ -57,6 +62,14 @@ def _load_dataset_dict(dataset: str, dataset_config: str):
         raise DataError(f"dataset: cannot load Hub dataset '{dataset}' (config {dataset_config!r}): {first}") from None
 
 
+def _sample_set():
+    try:
+        return generate_sample_set()
+    except OSError as exc:
+        raise DataError(f"dataset: cannot write the sample set into '{default_sample_dir()}' ({describe_os_error(exc)})"
+                        "; allowed: a writable cache folder (BRIDGETOWER_MLFLOW_CACHE)") from None
+
+
 def _ensure_splits(splits, seed: int):
     """Keep a dataset's own validation split (the upstream example discarded it); else carve one."""
     if "train" not in splits:
@@ -64,9 +77,17 @@ def _ensure_splits(splits, seed: int):
     if "validation" not in splits:
         if "test" in splits:
             splits["validation"] = splits["test"]
+        elif len(splits["train"]) < 2:
+            rows = len(splits["train"])
+            raise DataError(f"dataset: the 'train' split has {rows} row{'s' * (rows != 1)} and no validation "
+                            "or test split; allowed: at least 2 rows (a fifth is held out for validation), or a "
+                            "validation split")
         else:
             carved = splits["train"].train_test_split(test_size=0.2, seed=seed)
             splits["train"], splits["validation"] = carved["train"], carved["test"]
+    for name in ("train", "validation"):
+        if len(splits[name]) == 0:
+            raise DataError(f"dataset: the '{name}' split has no rows; allowed: a {name} split of at least 1 row")
     return splits
 
 

@@ -6,6 +6,7 @@ is drawn where, so image-text retrieval can really be learned.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -132,6 +133,7 @@ def generate_sample_set(folder: Path | None = None, sizes: dict | None = None, s
     if usable():
         return folder
     sizes = sizes or DEFAULT_SPLIT_SIZES
+    _check_replaceable(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with open(folder.parent / f".{folder.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -146,3 +148,18 @@ def generate_sample_set(folder: Path | None = None, sizes: dict | None = None, s
             shutil.rmtree(folder)
         staging.rename(folder)
     return folder
+
+
+def _check_replaceable(folder: Path) -> None:
+    """Only an absent or empty folder, or a sample set, is (re)made: anything else there is someone's."""
+    existing = next(path for path in (folder, *folder.absolute().parents) if path.exists())
+    if not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "a file, not a folder", str(existing))
+    if existing == folder and not (folder / "COMPLETE").exists() and any(folder.iterdir()):
+        raise FileExistsError(errno.EEXIST, "holds files that are not a sample set", str(folder))
+
+
+def describe_os_error(exc: OSError) -> str:
+    """'<file>: <reason>' of a failed write, in one line."""
+    reason = exc.strerror or str(exc).splitlines()[0][:200]
+    return f"{exc.filename}: {reason}" if exc.filename else reason

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.cpu_images import CLIP_MEAN, CLIP_STD, ImageSpec
-from ..data.sample import default_sample_dir, text_corpus
-from ..errors import ConfigError
+from ..data.sample import default_sample_dir, describe_os_error, text_corpus
+from ..errors import ConfigError, DataError
 
 LOGIT_SCALE_INIT = 2.6592
 log = logging.getLogger(__name__)
@@ -35,14 +35,26 @@ class LoadedModel:
 
 def preset_tokenizer(cache_dir: Path | None = None):
     """A byte-level BPE (RoBERTa layout) trained on the sample set's sentences, cached on disk."""
+    from transformers import AutoTokenizer
+
+    folder = Path(cache_dir or default_sample_dir().parent / "tokenizer-v2")
+    try:
+        _build_tokenizer(folder)
+    except OSError as exc:
+        raise DataError(f"model: cannot write the preset tokenizer into '{folder}' ({describe_os_error(exc)}); "
+                        "allowed: a writable cache folder (BRIDGETOWER_MLFLOW_CACHE)") from None
+    return AutoTokenizer.from_pretrained(str(folder))
+
+
+def _build_tokenizer(folder: Path) -> None:
+    """Trained once on the sample sentences and renamed into place, so a half-written folder is never read."""
     import inspect
     import json
     import tempfile
 
     from tokenizers import ByteLevelBPETokenizer
-    from transformers import AutoTokenizer, RobertaTokenizerFast
+    from transformers import RobertaTokenizerFast
 
-    folder = Path(cache_dir or default_sample_dir().parent / "tokenizer-v2")
     if not (folder / "tokenizer_config.json").exists():
         bpe = ByteLevelBPETokenizer()
         bpe.train_from_iterator(text_corpus(), vocab_size=1000, min_frequency=1, show_progress=False,
@@ -59,7 +71,6 @@ def preset_tokenizer(cache_dir: Path | None = None):
             tokenizer.save_pretrained(str(staging))
             if not folder.exists():
                 staging.rename(folder)
-    return AutoTokenizer.from_pretrained(str(folder))
 
 
 def preset_config(name: str, vocab_size: int, max_seq_length: int):

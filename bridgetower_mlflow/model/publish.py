@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import shutil
 import tempfile
@@ -23,12 +24,14 @@ from ..contract import (
     REGISTERED_MODEL_TAG,
     THROUGHPUT_METRIC,
 )
+from ..errors import TrackingError
 from .checkpoint import save_checkpoint
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # What a served model imports of this package; nothing else travels with it.
 SERVING_MODULES = ("__init__.py", "model/__init__.py", "model/checkpoint.py", "model/pyfunc.py",
                    "model/scoring.py", "data/__init__.py", "data/cpu_images.py")
+ERROR_LIMIT = 400  # MLflow's message names the URL twice; the run's error tag keeps 500 characters
 VERSION_METRICS = (THROUGHPUT_METRIC, "eval_loss", "eval_recall_at_1", "eval_recall_at_5",
                    CAPTION_MATCH_METRIC)
 
@@ -124,7 +127,8 @@ def publish_model(config, prepared, session, trainer, metrics: dict) -> str | No
 
     folder = Path(prepared.args.output_dir) / "final-model"
     save_checkpoint(replace(prepared.loaded, model=trainer.model), folder, config.max_seq_length)
-    info = log_pyfunc_model(folder, trainer.state.global_step)
+    with tracking_refusal("log the model"):
+        info = log_pyfunc_model(folder, trainer.state.global_step)
     session.set_tags({MODEL_URI_TAG: info.model_uri})
     if not config.register_as:
         return None
@@ -132,6 +136,26 @@ def publish_model(config, prepared, session, trainer, metrics: dict) -> str | No
     device = prepared.device
     description = redact_text(f"{device.kind} x{device.count}, model {config.model}, run {session.run_id}: "
                               f"{metrics.get(THROUGHPUT_METRIC, 0):.1f} samples/s")
-    version = register_version(MlflowClient(), info, config.register_as, tags, description)
+    with tracking_refusal(f"register the model as {config.register_as!r}"):
+        version = register_version(MlflowClient(), info, config.register_as, tags, description)
     session.set_tags({REGISTERED_MODEL_TAG: f"{config.register_as}/{version.version}"})
     return str(version.version)
+
+
+@contextlib.contextmanager
+def tracking_refusal(action: str):
+    """An upload or registry call that failed (after MLflow's retries) becomes one `tracking:` line.
+
+    Cut to what the run's error tag keeps (first_line's 500 characters), so the tag and the line agree.
+    """
+    import requests
+    from mlflow.exceptions import MlflowException
+
+    from ..tracking.failures import tracking_error
+
+    try:
+        yield
+    except (MlflowException, requests.RequestException, OSError) as exc:
+        error = tracking_error(action, exc)
+        text = str(error)
+        raise (error if len(text) <= ERROR_LIMIT else TrackingError(text[:ERROR_LIMIT - 3] + "...")) from None

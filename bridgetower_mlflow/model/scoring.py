@@ -46,11 +46,14 @@ class Scorer:
 
 
 def recall_at_k(image_embeds: np.ndarray, text_embeds: np.ndarray, texts: list[str], ks=(1, 5)) -> dict:
-    """Image-to-text retrieval: a hit when a text identical to the image's own is in the top k."""
+    """Image-to-text retrieval: a hit when a text identical to the image's own is in the top k.
+
+    Only for each k below the row count: from k = rows on, every image is a hit whatever the model.
+    """
     similarity = image_embeds @ text_embeds.T
     order = np.argsort(-similarity, axis=1)
     results = {}
-    for k in ks:
+    for k in (k for k in ks if k < len(texts)):
         hits = [texts[i] in {texts[j] for j in order[i, :k]} for i in range(len(texts))]
-        results[f"eval_recall_at_{k}"] = float(np.mean(hits)) if hits else 0.0
+        results[f"eval_recall_at_{k}"] = float(np.mean(hits))
     return results

@@ -10,6 +10,7 @@ from ..contract import CAPTION_MATCH_METRIC, EVAL_METRICS
 from ..model.scoring import Scorer, recall_at_k
 
 LABELS = "ABCDE"
+RECALL_KS = (1, 5)
 log = logging.getLogger(__name__)
 
 
@@ -27,7 +28,7 @@ def retrieval_metrics_fn(captions: list[str]):
         embeds = prediction.predictions
         embeds = embeds[0] if isinstance(embeds, tuple) else embeds
         count = embeds.shape[0]
-        return recall_at_k(embeds[:, 1, :], embeds[:, 0, :], captions[:count])
+        return recall_at_k(embeds[:, 1, :], embeds[:, 0, :], captions[:count], RECALL_KS)
 
     return compute
 
@@ -47,7 +48,13 @@ def caption_match_accuracy(scorer: Scorer, dataset, rows: list[dict], image_colu
 
 def evaluate(trainer, prepared, config, is_main: bool) -> dict:
     """eval_loss and retrieval recall on every rank (Trainer gathers); caption matching on rank 0."""
-    log.info("evaluating on %d validation rows", len(prepared.data.validation))
+    rows = len(prepared.data.validation)
+    log.info("evaluating on %d validation rows", rows)
+    if is_main:
+        for k in (k for k in RECALL_KS if k >= rows):
+            log.warning("eval_recall_at_%d not logged: the validation split has %d rows (recall@k needs more "
+                        "than k, else every row is a hit; computed: %s)", k, rows,
+                        ", ".join(f"eval_recall_at_{j}" for j in RECALL_KS if j < rows) or "none")
     metrics = {k: v for k, v in trainer.evaluate().items() if k in EVAL_METRICS}
     if is_main:
         model = trainer.model

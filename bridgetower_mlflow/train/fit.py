@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import NothingTrained
 from ..launch.signals import Stopped
 from .observe import Observation
 from .output_folder import writes_into
@@ -41,6 +42,14 @@ def fit(config, prepared, run, ranks) -> Fitted:
         raise
     finally:
         observation.stop()
+    if trainer.state.global_step == 0:
+        raise _nothing_trained(prepared.args, len(prepared.data.train))
     if config.resume:
         run.resumed_from(throughput.start_step)  # the checkpoint it continued from
     return Fitted(trainer, throughput, output, observation)
+
+
+def _nothing_trained(args, rows: int) -> NothingTrained:
+    return NothingTrained(f"max_steps: the run took 0 optimizer steps (max_steps {args.max_steps}, num_train_epochs "
+                          f"{args.num_train_epochs:g}, {rows} training rows in batches of "
+                          f"{args.per_device_train_batch_size}); allowed: settings that train at least one step")

@@ -48,9 +48,9 @@ def prepare(config, adapter, device, ranks) -> Prepared:
     data = prepare_data(config, loaded.tokenizer, loaded.image.size)
     recipe = adapter.recipe(device, recipe_settings(config, ranks.job_size(config.devices)))
     prepared = Prepared(adapter, device, loaded, data, recipe, recipe.build_arguments(), data_loader=cpu_loader_name())
+    prepared.total_steps = total_steps(config, prepared.args, len(data.train), ranks.world_size)
     if config.device_decode:
         _attach_device_loader(config, prepared, ranks)
-    prepared.total_steps = total_steps(config, prepared.args, len(data.train), ranks.world_size)
     if config.throughput_warmup_steps >= prepared.total_steps:
         raise ConfigError("throughput_warmup_steps", config.throughput_warmup_steps,
                           f"allowed: fewer than the run's {prepared.total_steps} training steps "
@@ -76,11 +76,16 @@ def _attach_device_loader(config, prepared: Prepared, ranks) -> None:
 
 
 def total_steps(config, args, rows: int, world_size: int) -> int:
-    """Optimizer steps the run will take (max_steps, or epochs of full global batches)."""
+    """Optimizer steps the run will take (max_steps, or epochs of full global batches).
+
+    Whatever max_steps says, a global batch the training split cannot fill is refused: with drop_last
+    the Trainer would take no step at all and end the run with a loss of 0.
+    """
+    per_rank = args.per_device_train_batch_size * args.gradient_accumulation_steps
+    if rows < per_rank * world_size:
+        raise ConfigError("per_device_train_batch_size", args.per_device_train_batch_size,
+                          f"allowed: at most {rows // (max(1, world_size) * args.gradient_accumulation_steps)} "
+                          f"(the training split has {rows} rows)")
     if config.max_steps > 0:
         return config.max_steps
-    per_step = args.per_device_train_batch_size * world_size * args.gradient_accumulation_steps
-    if rows < per_step:
-        raise ConfigError("per_device_train_batch_size", args.per_device_train_batch_size,
-                          f"allowed: at most {rows // max(1, world_size)} (the training split has {rows} rows)")
-    return int(math.ceil((rows // per_step) * config.num_train_epochs))
+    return int(math.ceil((rows // (per_rank * world_size)) * config.num_train_epochs))

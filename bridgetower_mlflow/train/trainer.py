@@ -28,7 +28,13 @@ def build_trainer_class(base: type) -> type:
             return self.train_loader
 
         def get_eval_dataloader(self, eval_dataset=None):
-            return TimedLoader(super().get_eval_dataloader(eval_dataset))
+            # drop_last is the training rule (full contrastive batches); evaluation scores every row, on every
+            # accelerator: the base Trainers (Trainer, GaudiTrainer) build both loaders from the one flag
+            drop_last, self.args.dataloader_drop_last = self.args.dataloader_drop_last, False
+            try:
+                return TimedLoader(super().get_eval_dataloader(eval_dataset))
+            finally:
+                self.args.dataloader_drop_last = drop_last
 
         def _prepare_inputs(self, inputs):
             inputs = super()._prepare_inputs(inputs)
