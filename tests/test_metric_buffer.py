@@ -1,4 +1,15 @@
-"""MetricBuffer against a real sqlite store: batches, outages, spill files, tags and status, upload-spill."""
+"""MetricBuffer against real stores: batches, a real `mlflow server` that stops answering (SIGSTOP: its
+connections open, its requests wait), spill files of processes that end or are SIGKILLed, tags and status,
+upload-spill."""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -6,23 +17,82 @@ from mlflow.tracking import MlflowClient
 from bridgetower_mlflow.tracking.metric_buffer import MetricBuffer
 from bridgetower_mlflow.tracking.spill import upload_spill
 
+from conftest import MlflowServer
 
-class Outage:
-    """A real client whose log_batch fails while `down` is set (the server being away)."""
 
-    def __init__(self, client):
-        self.client, self.down, self.calls = client, True, 0
+class Server:
+    """The module's real tracking server; `stopped()` is an outage: it stops answering, then answers again."""
 
-    def log_batch(self, *args, **kwargs):
-        self.calls += 1
-        if self.down:
-            raise ConnectionError("connection refused")
-        return self.client.log_batch(*args, **kwargs)
+    def __init__(self, server):
+        self.server, self.url = server, server.url
 
-    def set_terminated(self, *args, **kwargs):
-        if self.down:
-            raise ConnectionError("connection refused")
-        return self.client.set_terminated(*args, **kwargs)
+    @contextlib.contextmanager
+    def stopped(self):
+        os.killpg(self.server.process.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.killpg(self.server.process.pid, signal.SIGCONT)
+
+    def new_run(self):
+        client = MlflowClient(self.url)
+        return client, client.create_run(client.create_experiment(uuid.uuid4().hex)).info.run_id
+
+
+@pytest.fixture(scope="module")
+def _module_server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("buffer-server")
+    server = MlflowServer(f"sqlite:///{folder / 'server.db'}", folder / "artifacts").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def server(_module_server, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", _module_server.url)  # what upload-spill and the next run talk to
+    return Server(_module_server)
+
+
+# A run's process: buffers log, then either end (close, as a run ends whose server is away) or persist and
+# wait for the test's SIGKILL
+WRITER = """
+import json, sys, time
+from pathlib import Path
+from mlflow.tracking import MlflowClient
+from bridgetower_mlflow.tracking.metric_buffer import MetricBuffer
+
+plan = json.loads(sys.argv[1])
+buffers = []
+for run in plan["runs"]:
+    buffer = MetricBuffer(MlflowClient(plan["url"]), run["run_id"], Path(run["spill"]), flush_interval=0.05,
+                          max_in_memory=run.get("max_in_memory", 50_000))
+    for step in range(run["metrics"]):
+        buffer.log_metric("loss", float(step), step)
+    if "tags" in run:
+        buffer.log_tags(run["tags"])
+    if "status" in run:
+        buffer.log_status(run["status"])
+    buffers.append(buffer)
+if plan["end"] == "kill":
+    for buffer in buffers:
+        buffer.persist()
+    print("persisted", flush=True)
+    time.sleep(600)
+print(json.dumps([buffer.close(timeout=0.5) for buffer in buffers]))
+"""
+
+
+def _writer(url, runs, end="close"):
+    plan = json.dumps({"url": url, "runs": runs, "end": end})
+    return subprocess.Popen([sys.executable, "-c", WRITER, plan], stdout=subprocess.PIPE, text=True)
+
+
+def _run_and_end(url, runs):
+    """Records each run left in its spill file, from a process that ended while its server did not answer."""
+    writer = _writer(url, runs)
+    out, _ = writer.communicate(timeout=300)
+    assert writer.returncode == 0
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def _history(client, run_id, key):
@@ -40,44 +110,38 @@ def test_all_metrics_arrive_in_batches(sqlite_uri, tmp_path):
     assert not (tmp_path / "spill.jsonl").exists()
 
 
-def test_outage_spills_bounded_memory_then_replays_in_order_without_duplicates(sqlite_uri, tmp_path):
-    client = MlflowClient(sqlite_uri)
-    run_id = client.create_run(client.create_experiment("e")).info.run_id
-    flaky = Outage(client)
-    buffer = MetricBuffer(flaky, run_id, tmp_path / "spill.jsonl", flush_interval=0.05, max_in_memory=100)
-    for step in range(1000):
-        buffer.log_metric("loss", float(step), step)
-    assert len(buffer._queue) <= 100 and (tmp_path / "spill.jsonl").exists()
-    flaky.down = False
+def test_outage_spills_bounded_memory_then_replays_in_order_without_duplicates(server, tmp_path):
+    client, run_id = server.new_run()
+    with server.stopped():  # the first send waits for an answer while the run logs on
+        buffer = MetricBuffer(client, run_id, tmp_path / "spill.jsonl", flush_interval=0.05, max_in_memory=100)
+        for step in range(1000):
+            buffer.log_metric("loss", float(step), step)
+        assert len(buffer._queue) <= 100 and (tmp_path / "spill.jsonl").exists()
     assert buffer.flush(timeout=60)
     buffer.close(timeout=5)
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(1000)]
 
 
-def test_server_never_back_leaves_an_uploadable_spill(sqlite_uri, tmp_path, monkeypatch):
-    client = MlflowClient(sqlite_uri)
-    run_id = client.create_run(client.create_experiment("e")).info.run_id
-    buffer = MetricBuffer(Outage(client), run_id, tmp_path / "spill.jsonl", flush_interval=0.05, max_in_memory=50)
-    for step in range(300):
-        buffer.log_metric("loss", float(step), step)
-    assert buffer.close(timeout=0.5) == 300
+def test_server_never_back_leaves_an_uploadable_spill(server, tmp_path):
+    client, run_id = server.new_run()
+    with server.stopped():  # it answers again only after the run's process has ended
+        left = _run_and_end(server.url, [{"run_id": run_id, "spill": str(tmp_path / "spill.jsonl"), "metrics": 300,
+                                          "max_in_memory": 50}])
+    assert left == [300]
     sent, runs = upload_spill(tmp_path / "spill.jsonl")
     assert sent == 300 and runs == {run_id}
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(300)]
     assert not (tmp_path / "spill.jsonl").exists()
 
 
-def test_next_run_replays_spills_earlier_runs_left_but_not_a_live_one(sqlite_uri, tmp_path):
+def test_next_run_replays_spills_earlier_runs_left_but_not_a_live_one(server, tmp_path):
     from bridgetower_mlflow.tracking.spill import hold_spill_lock, upload_leftovers
 
-    client = MlflowClient(sqlite_uri)
-    experiment = client.create_experiment("e")
-    dead, live = (client.create_run(experiment).info.run_id for _ in range(2))
-    for run_id in (dead, live):
-        buffer = MetricBuffer(Outage(client), run_id, tmp_path / f"{run_id}.spill.jsonl", flush_interval=0.05)
-        for step in range(20):
-            buffer.log_metric("loss", float(step), step)
-        assert buffer.close(timeout=0.2) == 20
+    (client, dead), (_, live) = server.new_run(), server.new_run()
+    with server.stopped():
+        left = _run_and_end(server.url, [{"run_id": run_id, "spill": str(tmp_path / f"{run_id}.spill.jsonl"),
+                                          "metrics": 20} for run_id in (dead, live)])
+    assert left == [20, 20]
     lock = hold_spill_lock(tmp_path / f"{live}.spill.jsonl")  # that run is still going
     assert upload_leftovers(tmp_path) == 20
     lock.close()
@@ -85,16 +149,13 @@ def test_next_run_replays_spills_earlier_runs_left_but_not_a_live_one(sqlite_uri
     assert _history(client, live, "loss") == [] and (tmp_path / f"{live}.spill.jsonl").exists()
 
 
-def test_end_of_run_tags_and_status_wait_out_the_outage_in_order(sqlite_uri, tmp_path):
-    client = MlflowClient(sqlite_uri)
-    run_id = client.create_run(client.create_experiment("e")).info.run_id
-    flaky = Outage(client)
-    buffer = MetricBuffer(flaky, run_id, tmp_path / "spill.jsonl", flush_interval=0.05)
-    for step in range(10):
-        buffer.log_metric("loss", float(step), step)
-    buffer.log_tags({"input_bound": "no", "mlflow.note.content": "the description"})
-    buffer.log_status("FINISHED")
-    assert buffer.close(timeout=0.5) == 12  # ten metrics, the tags, the status: all in the spill file
+def test_end_of_run_tags_and_status_wait_out_the_outage_in_order(server, tmp_path):
+    client, run_id = server.new_run()
+    with server.stopped():
+        left = _run_and_end(server.url, [{"run_id": run_id, "spill": str(tmp_path / "spill.jsonl"), "metrics": 10,
+                                          "tags": {"input_bound": "no", "mlflow.note.content": "the description"},
+                                          "status": "FINISHED"}])
+    assert left == [12]  # ten metrics, the tags, the status: all in the spill file
     assert client.get_run(run_id).info.status == "RUNNING"
     sent, runs = upload_spill(tmp_path / "spill.jsonl")  # the server never came back to that process
     run = client.get_run(run_id)
@@ -103,56 +164,50 @@ def test_end_of_run_tags_and_status_wait_out_the_outage_in_order(sqlite_uri, tmp
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(10)]
 
 
-def test_persist_puts_everything_queued_on_disk_and_a_new_buffer_sends_it(sqlite_uri, tmp_path):
-    """What a checkpoint does: a process killed after it loses nothing it had logged."""
-    client = MlflowClient(sqlite_uri)
-    run_id = client.create_run(client.create_experiment("e")).info.run_id
+def test_persist_puts_everything_queued_on_disk_and_a_new_buffer_sends_it(server, tmp_path):
+    """What a checkpoint does: a process SIGKILLed after it loses nothing it had logged."""
+    client, run_id = server.new_run()
     spill = tmp_path / "spill.jsonl"
-    killed = MetricBuffer(Outage(client), run_id, spill, flush_interval=60)
-    for step in range(25):
-        killed.log_metric("loss", float(step), step)
-    killed.persist()
-    assert len(spill.read_text().splitlines()) == 25  # on disk now; the process may die
-    killed.close(timeout=0)  # stands in for the kill: its sender stops, the file stays as persist left it
-    assert len(spill.read_text().splitlines()) == 25
+    with server.stopped():
+        killed = _writer(server.url, [{"run_id": run_id, "spill": str(spill), "metrics": 25}], end="kill")
+        try:
+            assert killed.stdout.readline().strip() == "persisted"
+            assert len(spill.read_text().splitlines()) == 25  # on disk now; the process may die
+        finally:
+            killed.kill()
+            killed.wait()
+    assert killed.returncode == -signal.SIGKILL and len(spill.read_text().splitlines()) == 25
     resumed = MetricBuffer(client, run_id, spill, flush_interval=0.05)  # same run, same spill file
     resumed.log_metric("loss", 25.0, 25)
     assert resumed.close(timeout=30) == 0
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(26)]
 
 
-class SlowSend:
-    """A real client whose first log_batch hangs until released (a send stuck in MLflow's retries)."""
-
-    def __init__(self, client):
-        import threading
-
-        self.client, self.entered, self.release = client, threading.Event(), threading.Event()
-
-    def log_batch(self, *args, **kwargs):
-        if not self.release.is_set():
-            self.entered.set()
-            self.release.wait(30)
-        return self.client.log_batch(*args, **kwargs)
+def _sending(buffer):
+    """The buffer's sender is inside a send (waiting for the server's answer)."""
+    frame = sys._current_frames().get(buffer._thread.ident)
+    while frame is not None and frame.f_code.co_name != "send_records":
+        frame = frame.f_back
+    return frame is not None
 
 
-def test_a_checkpoint_during_a_hung_send_loses_nothing(sqlite_uri, tmp_path):
+def test_a_checkpoint_during_a_hung_send_loses_nothing(server, tmp_path):
     # persist() moves every queued record to disk, the in-flight batch included; when that send finally
     # succeeds, its acknowledgement must not drop the newer records now at the head of the queue
-    client = MlflowClient(sqlite_uri)
-    run_id = client.create_run(client.create_experiment("e")).info.run_id
-    slow = SlowSend(client)
-    buffer = MetricBuffer(slow, run_id, tmp_path / "spill.jsonl", flush_interval=0.05, batch_size=10)
-    for step in range(10):
-        buffer.log_metric("loss", float(step), step)
-    assert slow.entered.wait(10)
-    buffer.persist()  # a checkpoint save while the first batch is in flight
-    for step in range(10, 30):
-        buffer.log_metric("loss", float(step), step)
-    slow.release.set()
+    client, run_id = server.new_run()
+    with server.stopped():  # the first send waits for an answer
+        buffer = MetricBuffer(client, run_id, tmp_path / "spill.jsonl", flush_interval=0.05, batch_size=10)
+        for step in range(10):
+            buffer.log_metric("loss", float(step), step)
+        deadline = time.monotonic() + 30
+        while not _sending(buffer) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _sending(buffer)
+        buffer.persist()  # a checkpoint save while the first batch is in flight
+        for step in range(10, 30):
+            buffer.log_metric("loss", float(step), step)
     assert buffer.close(timeout=60) == 0
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(30)]
-
 
 
 @pytest.mark.parametrize("spilled_again", [False, True], ids=["then-sent", "then-spilled-again"])

@@ -5,6 +5,7 @@
 the tracking server is away it backs off, keeps a bounded number of records in memory and appends the
 rest to a JSONL spill file, which it replays first when the server returns. `persist` writes every
 queued record to that file (a checkpoint calls it, so a SIGKILL loses nothing the checkpoint covers).
+Spill writes are whole lines flushed to disk (tracking.spill); records a full disk refuses stay queued.
 What is still unsent when the run ends stays in the spill file, for `bridgetower-mlflow upload-spill`
 or the next run on this machine. Re-sending is safe: the store skips identical metrics; tags and the
 status are idempotent.
@@ -12,8 +13,8 @@ status are idempotent.
 
 from __future__ import annotations
 
+import itertools
 import logging
-import os
 import threading
 import time
 from collections import deque
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import METRICS_PER_BATCH
+from .spill import adopt, append_whole, replace_whole
 from .spill_format import from_line, send_records, to_line
 
 log = logging.getLogger(__name__)
@@ -40,9 +42,9 @@ class MetricBuffer:
         self.skip_upto: dict[str, int] = {}  # key -> last step already in the store (resumed runs)
         self.sent = self.failures = 0
         self.outage_seconds = 0.0
-        if self.spill_path.exists():  # this run's own leftovers (a killed process): part of the backlog
-            with open(self.spill_path, encoding="utf-8") as handle:
-                self._spilled = sum(1 for line in handle if line.strip())
+        self._overflow_at = max_in_memory  # queue length that triggers a spill; raised while the disk refuses
+        self._refused = False  # the last spill write failed (warned once per streak)
+        self._spilled = adopt(self.spill_path, run_id)  # this run's own leftovers (a killed process): backlog
         self._thread = threading.Thread(target=self._run, name="mlflow-run-sender", daemon=True)
         self._thread.start()
 
@@ -50,8 +52,9 @@ class MetricBuffer:
     def _append(self, record: tuple[Any, ...]) -> None:
         with self._lock:
             self._queue.append(record)
-            if len(self._queue) > self.max_in_memory:
-                self._spill_locked(self.max_in_memory // 2)
+            if len(self._queue) > self._overflow_at and not self._spill_locked(
+                    len(self._queue) - self.max_in_memory // 2):
+                self._overflow_at = len(self._queue) + self.max_in_memory // 2  # not on every append meanwhile
 
     def log_metric(self, key: str, value: float, step: int, timestamp: int | None = None) -> None:
         if self.skip_upto and step <= self.skip_upto.get(key, -1):
@@ -72,22 +75,33 @@ class MetricBuffer:
     def persist(self) -> None:
         """Everything queued goes to the spill file, flushed to disk, before the caller moves on."""
         with self._lock:
-            self._spill_locked(len(self._queue), durable=True)
+            self._spill_locked(len(self._queue))
 
     # sender side ----------------------------------------------------------------------------
-    def _spill_locked(self, count: int, durable: bool = False) -> None:
-        """Move the oldest `count` queued records to the spill file (caller holds the lock)."""
-        if count <= 0 or not self._queue:
-            return
+    def _spill_locked(self, count: int) -> bool:
+        """Move the oldest `count` queued records to the spill file, on disk (caller holds the lock).
+
+        False when the disk refused them: they stay queued, the file as it was.
+        """
+        count = min(count, len(self._queue))
+        if count <= 0:
+            return True
         self._forget_a_removed_spill_locked()
-        self.spill_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.spill_path, "a", encoding="utf-8") as handle:
-            for _ in range(min(count, len(self._queue))):
-                handle.write(to_line(self.run_id, self._queue.popleft()))
-                self._spilled += 1
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
+        try:
+            self.spill_path.parent.mkdir(parents=True, exist_ok=True)
+            lines = "".join(to_line(self.run_id, record) for record in itertools.islice(self._queue, count))
+            append_whole(self.spill_path, lines)
+        except OSError as exc:
+            if not self._refused:
+                log.warning("cannot write %s (%s): %d records wait in memory until they are written or sent",
+                            self.spill_path, exc.strerror or exc, len(self._queue))
+            self._refused = True
+            return False
+        for _ in range(count):
+            self._queue.popleft()
+        self._spilled += count
+        self._overflow_at, self._refused = self.max_in_memory, False
+        return True
 
     def _forget_a_removed_spill_locked(self) -> None:
         """A spill file deleted mid-run (by hand): its records are gone; count from an empty file again."""
@@ -184,11 +198,16 @@ class MetricBuffer:
         self._wake.set()
         self._thread.join(timeout=5)
         with self._lock:
-            self._spill_locked(len(self._queue), durable=True)
+            if not self._spill_locked(len(self._queue)):
+                log.warning("%d records could not be written to %s and end with this process",
+                            len(self._queue), self.spill_path)
             if self._read_pos and self.spill_path.exists():  # keep only what was never sent
                 with open(self.spill_path, encoding="utf-8") as handle:
                     handle.seek(self._read_pos)
                     rest = handle.read()
-                self.spill_path.write_text(rest, encoding="utf-8")
-                self._read_pos = 0
+                try:
+                    replace_whole(self.spill_path, rest)
+                    self._read_pos = 0
+                except OSError:  # the sent records stay in front of the rest and re-send harmlessly
+                    pass
             return self._spilled

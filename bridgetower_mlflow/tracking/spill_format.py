@@ -26,13 +26,50 @@ def to_line(run_id: str, record: tuple[Any, ...]) -> str:
 
 
 def from_line(line: str) -> tuple[str, tuple[Any, ...]]:
-    """(run_id, record) of one spill line (also reads the metric and status lines of older versions)."""
+    """(run_id, record) of one spill line (also reads the metric and status lines of older versions).
+
+    ValueError when the line is not one whole record: a write cut short, garbage, JSON of another shape.
+    """
     row = json.loads(line)
-    if "key" in row:
-        return row["run_id"], ("metric", row["key"], row["value"], row["timestamp"], row["step"])
-    if "tags" in row:
-        return row["run_id"], ("tags", row["tags"])
-    return row["run_id"], ("status", row["status"], row.get("end_time"))
+    if not isinstance(row, dict) or not isinstance(row.get("run_id"), str):
+        raise ValueError("not a spill record")
+    record: tuple[Any, ...]
+    try:
+        if "key" in row:
+            record = ("metric", row["key"], row["value"], row["timestamp"], row["step"])
+            whole = isinstance(record[1], str) and _number(record[2]) and _int(record[3]) and _int(record[4])
+        elif "tags" in row:
+            record = ("tags", row["tags"])
+            whole = isinstance(record[1], dict)
+        else:
+            record = ("status", row["status"], row.get("end_time"))
+            whole = isinstance(record[1], str) and (record[2] is None or _int(record[2]))
+    except KeyError:
+        whole = False
+    if not whole:
+        raise ValueError("not a spill record")
+    return row["run_id"], record
+
+
+def _int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: object) -> bool:
+    return _int(value) or isinstance(value, float)
+
+
+def parse_lines(data: bytes) -> tuple[list[tuple[str, tuple[Any, ...]]], list[int]]:
+    """Every whole record of a spill file's bytes in order, and the numbers (from 1) of the lines that are not one."""
+    records, bad = [], []
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(from_line(line.decode("utf-8")))
+        except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            bad.append(number)
+    return records, bad
 
 
 def send_records(client: Any, run_id: str, records: list[tuple[Any, ...]]) -> int:
