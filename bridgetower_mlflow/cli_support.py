@@ -39,9 +39,11 @@ def reports_errors(command):
         try:
             return command(*args, **kwargs)
         except BridgeTowerMlflowError as exc:
-            from .redact import redact_text
+            from .contract import ERROR_TAG_LIMIT
+            from .redact import first_line
 
-            message = redact_text(str(exc).splitlines()[0])  # a misspelled secret flag still echoes its value
+            # redacted (a misspelled secret flag still echoes its value) and cut as the run's error tag is
+            message = first_line(exc, ERROR_TAG_LIMIT)
             mark_project_run_failed(message)
             click.echo(f"error: {message}", err=True)
             sys.exit(exc.exit_code)
