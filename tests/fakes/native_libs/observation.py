@@ -36,7 +36,7 @@ def observe(monkeypatch, adapter, device, ranks, during=None, samples: int = 3):
     while time.monotonic() < deadline and len(sink.series.get("system/main_process_cpu_percentage", ())) < samples:
         time.sleep(0.05)
     observation.window.stop()
-    observation.stop()
+    observed = observation.stop()
     config = SimpleNamespace(max_seq_length=40, dataloader_num_workers=2)
-    metrics, tags = observation.findings(config, {WAIT_METRIC: 0.02})
+    metrics, tags = observe_module.findings(config, prepared, {WAIT_METRIC: 0.02}, observed)
     return sink.series, metrics, tags
