@@ -7,6 +7,8 @@ is tested: the plan, the skip and the Trainer's resume path are).
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from transformers import TrainerCallback
 
@@ -44,7 +46,7 @@ def _run(tmp_path, device_decode: bool, resume: bool, stop_at=None, record=None,
         from fakes.requests import decode_request
 
         request = decode_request(prepared.data.train, batch_size=BATCH, image_size=prepared.loaded.image.size)
-        prepared.device_loader = nvjpeg.build_nvjpeg_loader(request, "cpu")
+        prepared = dataclasses.replace(prepared, device_loader=nvjpeg.build_nvjpeg_loader(request, "cpu"))
     trainer, _ = build_trainer(config, prepared, NullSink())
     record = record or Record(stop_at)
     original = trainer.training_step

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from dataclasses import dataclass
@@ -22,9 +23,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Prepared:
-    """The run's parts, ready to train: adapter and device, model, data, recipe and its arguments."""
+    """The run's parts, ready to train: adapter and device, model, data, recipe and its arguments.
+
+    Frozen: a phase that changes it makes a new one (dataclasses.replace). `args` itself stays a mutable
+    TrainingArguments, whose output_dir open_run points at the run's own folder."""
 
     adapter: Accelerator
     device: DeviceInfo
@@ -48,9 +52,10 @@ def prepare(config, adapter, device, ranks) -> Prepared:
     data = prepare_data(config, loaded.tokenizer, loaded.image.size)
     recipe = adapter.recipe(device, recipe_settings(config, ranks.job_size(config.devices)))
     prepared = Prepared(adapter, device, loaded, data, recipe, recipe.build_arguments(), data_loader=cpu_loader_name())
-    prepared.total_steps = total_steps(config, prepared.args, len(data.train), ranks.world_size)
+    prepared = dataclasses.replace(prepared, total_steps=total_steps(config, prepared.args, len(data.train),
+                                                                     ranks.world_size))
     if config.device_decode:
-        _attach_device_loader(config, prepared, ranks)
+        prepared = _with_device_loader(config, prepared, ranks)
     if config.throughput_warmup_steps >= prepared.total_steps:
         raise ConfigError("throughput_warmup_steps", config.throughput_warmup_steps,
                           f"allowed: fewer than the run's {prepared.total_steps} training steps "
@@ -58,21 +63,22 @@ def prepare(config, adapter, device, ranks) -> Prepared:
     return prepared
 
 
-def _attach_device_loader(config, prepared: Prepared, ranks) -> None:
+def _with_device_loader(config, prepared: Prepared, ranks) -> Prepared:
+    """`prepared` decoding on the device, or (allowed by allow_loader_fallback) on the CPU with the reason."""
     request = DecodeRequest(
         dataset=prepared.data.train, batch_size=prepared.args.per_device_train_batch_size, seed=config.seed,
         image=prepared.loaded.image, num_workers=config.dataloader_num_workers, device=prepared.device,
         rank=ranks.rank, world_size=ranks.world_size, local_rank=ranks.local_rank,
         drop_last=prepared.args.dataloader_drop_last)
     try:
-        prepared.device_loader = prepared.adapter.device_decode_loader(request)
-        prepared.data_loader = prepared.device_loader.name
+        loader = prepared.adapter.device_decode_loader(request)
     except DeviceDecodeUnavailable as exc:
         if not config.allow_loader_fallback:
             raise ConfigError("device_decode", "true", f"{exc}; set allow_loader_fallback=true to train "
                               "with the CPU loader instead") from None
         log.warning("device decode unavailable (%s): falling back to the CPU loader", exc)
-        prepared.fallback_reason = str(exc)
+        return dataclasses.replace(prepared, fallback_reason=str(exc))
+    return dataclasses.replace(prepared, device_loader=loader, data_loader=loader.name)
 
 
 def total_steps(config, args, rows: int, world_size: int) -> int:
