@@ -83,15 +83,16 @@ def test_energy_is_the_counters_difference_over_the_window():
     window = EnergyWindow([Counter(1000.0, 4000.0), Counter(50.0, 1050.0)])
     window.start()
     window.stop()
-    found, tags = energy_metrics(window, {"train_samples_per_second": 10.0, "train_steady_state_seconds": 40.0},
-                                 whole_job=True)
+    found, tags = energy_metrics(window.joules(), window.note,
+                                 {"train_samples_per_second": 10.0, "train_steady_state_seconds": 40.0}, whole_job=True)
     assert found == {"train_energy_joules": 4000.0, "train_joules_per_sample": 10.0} and tags == {}
     refused = EnergyWindow([Counter(None, None)])
     refused.start()
     refused.stop()
-    assert "refused its energy counter" in energy_metrics(refused, {}, True)[1]["energy.note"]
-    assert "no hardware energy counter" in energy_metrics(EnergyWindow([]), {}, True)[1]["energy.note"]
-    assert "several hosts" in energy_metrics(window, {}, whole_job=False)[1]["energy.note"]
+    assert "refused its energy counter" in energy_metrics(refused.joules(), refused.note, {}, True)[1]["energy.note"]
+    none = EnergyWindow([])
+    assert "no hardware energy counter" in energy_metrics(none.joules(), none.note, {}, True)[1]["energy.note"]
+    assert "several hosts" in energy_metrics(window.joules(), window.note, {}, whole_job=False)[1]["energy.note"]
 
 
 def _zone(root: Path, name: str, energy: int, span: int) -> Path:

@@ -52,15 +52,12 @@ def flops_metrics(prepared, metrics: dict, devices: int, seq_len: int) -> tuple[
     return out, {}
 
 
-def energy_metrics(window, metrics: dict, whole_job: bool) -> tuple[dict, dict]:
+def energy_metrics(joules: float | None, note: str, metrics: dict, whole_job: bool) -> tuple[dict, dict]:
     """(metrics, tags): train_energy_joules and train_joules_per_sample over the window, or energy.note."""
-    if window is None:
-        return {}, {ENERGY_NOTE_TAG: "no energy counter was read (system metrics were off)"}
     if not whole_job:
         return {}, {ENERGY_NOTE_TAG: "the run spans several hosts; the counters read here cover only this one"}
-    joules = window.joules()
     if joules is None:
-        return {}, {ENERGY_NOTE_TAG: window.note}
+        return {}, {ENERGY_NOTE_TAG: note}
     out = {ENERGY_METRIC: joules}
     samples = metrics.get(THROUGHPUT_METRIC, 0) * metrics.get(STEADY_SECONDS_METRIC, 0)
     if samples:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import NothingTrained
 from ..launch.signals import Stopped
-from .observe import Observation
+from .observe import Observation, Observed
 from .output_folder import writes_into
 from .resume import checkpoint_to_resume
 from .trainer import build_trainer
@@ -18,12 +18,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Fitted:
-    """What training left: the trainer, its throughput record, the Trainer's output, the observation."""
+    """What training left: the trainer, its throughput record, the Trainer's output, what rank 0 observed."""
 
     trainer: Any
     throughput: Any  # telemetry.throughput.ThroughputCallback
     output: Any  # transformers.TrainOutput
-    observation: Observation
+    observed: Observed
 
 
 def fit(config, prepared, run, ranks) -> Fitted:
@@ -41,12 +41,12 @@ def fit(config, prepared, run, ranks) -> Fitted:
         exc.step = trainer.state.global_step
         raise
     finally:
-        observation.stop()
+        observed = observation.stop()
     if trainer.state.global_step == 0:
         raise _nothing_trained(prepared.args, len(prepared.data.train))
     if config.resume:
         run.resumed_from(throughput.start_step)  # the checkpoint it continued from
-    return Fitted(trainer, throughput, output, observation)
+    return Fitted(trainer, throughput, output, observed)
 
 
 def _nothing_trained(args, rows: int) -> NothingTrained:

@@ -30,6 +30,7 @@ from ..launch.collectives import barrier, broadcast_from_main
 from ..launch.signals import Stopped
 from ..redact import first_line
 from ..tracking.null_sink import NullSink
+from .observe import findings
 from .output_folder import writes_into
 from .record import describe, device_tags, run_name, start_tags, train_params
 from .result import TrainResult
@@ -133,7 +134,7 @@ class TrackedRun:
 
     def close(self, config, prepared, fitted, metrics: dict, ranks) -> TrainResult:
         """The second visit: findings, final metrics, tags, description, the model, FINISHED."""
-        found, tags = fitted.observation.findings(config, metrics)
+        found, tags = findings(config, prepared, metrics, fitted.observed)
         metrics.update(found)
         self.session.set_tags(tags)
         version = _record(config, prepared, self.session, fitted.trainer, metrics, tags[ADVICE_TAG])
