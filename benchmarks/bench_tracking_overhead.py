@@ -1,15 +1,23 @@
-"""What tracking costs a run: steady-state train_samples_per_second with everything on vs off.
+"""What tracking costs a run: samples/s and CPU time per trained sample, everything on vs off.
 
 Each trial is a fresh process training the tiny preset on the sample set through the public seam
 `bridgetower_mlflow.train.flow.train(config, tracked=...)`:
 - on: rank 0's path: the run, all params, per-step metrics through the MetricBuffer at every step
-  (logging_steps=1), the host CPU sampler and MLflow system metrics (2 s), a shared sqlite store;
-- off: `tracked=False`, the flow a non-main rank takes: no run, a NullSink, no samplers; the
+  (logging_steps=1), the system monitor (host CPU sampler, MLflow's collectors; 2 s), a sqlite store;
+- off: `tracked=False`, the flow a non-main rank takes: no run, a NullSink, no monitor; the
   trainer, callbacks and measurement window are identical.
-Trials alternate on/off (order flipped every pair); the ratio is taken per pair, median reported.
-Last line: ratio=<on / off> (the issue's bound: >= 0.99). Not a test.
+Inside each trial, at the two instants of the throughput window (after the warmup steps, end of
+training), the process tree's CPU time is read from /proc (main process with every thread, the
+data-loader workers live and reaped) and each thread's (by name: `system-monitor`,
+`mlflow-run-sender`, ...); in "on" trials each sampler's and each send's CPU time is also counted in
+the thread that runs it. CPU time per trained sample is the robust figure on shared cores while torch
+has a core to itself: other jobs slow the wall clock, not the CPU a sample takes (with torch on every
+busy core, OpenMP's spin-waits make both figures swing).
+Trials alternate on/off (order flipped every pair), each `--torch-threads` setting in turn within a
+pair. Last line: ratio=<median on/off samples/s of the first setting>. Not a test.
 
-    .venv/bin/python benchmarks/bench_tracking_overhead.py [--pairs 5] [--steps 60] [--batch 8] [--torch-threads 1]
+    .venv/bin/python benchmarks/bench_tracking_overhead.py [--pairs 7] [--steps 80] [--torch-threads 1]
+        [--lower-sender] [--json FILE] [--from-json FILE]
 """
 
 from __future__ import annotations
@@ -21,29 +29,122 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
+TRACKING_THREADS = ("system-monitor", "mlflow-run-sender")
 
-def trial(mode: str, steps: int, batch: int, workers: int, folder: Path) -> dict:
-    """One training run in this process; returns its steady-state figures."""
+
+# -- inside a trial ---------------------------------------------------------------------------
+class Probes:
+    """CPU counters the trial's hooks fill; `window()` is what was spent between the two instants."""
+
+    def __init__(self):
+        self.counters: dict[str, list[float]] = {}  # part -> [calls, CPU seconds]
+        self.marks: list[tuple[object, dict]] = []
+        self.nices: dict[str, int] = {}
+
+    def timed(self, part: str, function):
+        counter = self.counters.setdefault(part, [0, 0.0])
+
+        def wrapper(*args, **kwargs):
+            started = time.thread_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                counter[0] += 1
+                counter[1] += time.thread_time() - started
+
+        return wrapper
+
+    def mark(self) -> None:
+        from process_cpu import snapshot, thread_nices
+
+        self.nices.update(thread_nices())
+        self.marks.append((snapshot(), {k: list(v) for k, v in self.counters.items()}))
+
+    def window(self) -> dict:
+        from process_cpu import difference
+
+        (start, parts_start), (end, parts_end) = self.marks[0], self.marks[-1]
+        spent = difference(start, end)
+        zero = [0, 0.0]
+        spent["parts"] = {part: [calls - parts_start.get(part, zero)[0], seconds - parts_start.get(part, zero)[1]]
+                          for part, (calls, seconds) in parts_end.items()}
+        spent["nice"] = self.nices
+        return spent
+
+
+def install_probes(probes: Probes, lower_sender: bool) -> None:
+    """Hooks: the window's two instants, every sampler's sample(), the sender's sends and JSON lines;
+    with `lower_sender`, the sender thread first calls lower_this_thread_priority() (the proposed change)."""
+    from bridgetower_mlflow.telemetry import monitor, throughput
+    from bridgetower_mlflow.tracking import metric_buffer
+
+    if lower_sender:
+        from bridgetower_mlflow.telemetry.thread_priority import lower_this_thread_priority
+
+        run = metric_buffer.MetricBuffer._run
+
+        def lowered_run(self):
+            lower_this_thread_priority()
+            return run(self)
+
+        metric_buffer.MetricBuffer._run = lowered_run
+
+    callback = throughput.ThroughputCallback
+    open_window, train_end = callback._open_window, callback.on_train_end
+
+    def _open_window(self, now):
+        probes.mark()
+        open_window(self, now)
+
+    def on_train_end(self, *args, **kwargs):
+        result = train_end(self, *args, **kwargs)
+        probes.mark()
+        return result
+
+    callback._open_window, callback.on_train_end = _open_window, on_train_end
+    start = monitor.SystemMonitor.start
+
+    def start_monitor(self):
+        for sampler in self.samplers:
+            name = type(getattr(sampler, "collector", sampler)).__name__
+            sampler.sample = probes.timed(f"sampler {name}", sampler.sample)
+        return start(self)
+
+    monitor.SystemMonitor.start = start_monitor
+    for name, part in (("send_records", "sender: send_records (log_batch)"), ("to_line", "sender: JSON lines")):
+        if hasattr(metric_buffer, name):
+            setattr(metric_buffer, name, probes.timed(part, getattr(metric_buffer, name)))
+
+
+def trial(mode: str, steps: int, batch: int, workers: int, folder: Path, lower_sender: bool) -> dict:
+    """One training run in this process; returns its steady-state figures and CPU times."""
     from bridgetower_mlflow.config import build_train_config
+    from bridgetower_mlflow.contract import MEASURED_STEPS_METRIC, THROUGHPUT_METRIC, WAIT_METRIC
     from bridgetower_mlflow.train.flow import train
 
+    probes = Probes()
+    install_probes(probes, lower_sender)
     config = build_train_config(model="tiny", max_steps=steps, logging_steps=1, per_device_train_batch_size=batch,
                                 dataloader_num_workers=workers, log_model=False, output_dir=str(folder / "out"),
                                 experiment_name="bench-tracking-overhead", max_eval_samples=16)
     result = train(config, tracked=mode == "on")
-    return {"mode": mode, "samples_per_second": result.metrics["train_samples_per_second"],
-            "wait": result.metrics["dataloader_wait_fraction"], "run_id": result.run_id}
+    return {"mode": mode, "samples_per_second": result.metrics[THROUGHPUT_METRIC],
+            "samples": result.metrics[MEASURED_STEPS_METRIC] * batch, "wait": result.metrics[WAIT_METRIC],
+            "cpu": probes.window()}
 
 
-def run_trial(mode: str, opts, folder: Path) -> dict:
+# -- the driver -------------------------------------------------------------------------------
+def run_trial(mode: str, threads: int, opts, folder: Path) -> dict:
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}",
            "BRIDGETOWER_MLFLOW_CACHE": str(opts.cache)}
-    if opts.torch_threads:
-        env["OMP_NUM_THREADS"] = str(opts.torch_threads)
+    env.pop("OMP_NUM_THREADS", None)
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
     cmd = [sys.executable, __file__, "--trial", mode, "--steps", str(opts.steps), "--batch", str(opts.batch),
-           "--workers", str(opts.workers), "--folder", str(folder)]
+           "--workers", str(opts.workers), "--folder", str(folder)] + (["--lower-sender"] if opts.lower_sender else [])
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode or not lines:
@@ -58,41 +159,134 @@ def warm_store(folder: Path) -> None:
     MlflowClient(f"sqlite:///{folder / 'mlflow.db'}").search_experiments()
 
 
+def per_sample_ms(got: dict) -> float:
+    return 1000 * got["cpu"]["tree"] / got["samples"]
+
+
+def tracking_seconds(got: dict) -> float:
+    return sum(got["cpu"]["threads"].get(name, 0.0) for name in TRACKING_THREADS)
+
+
+def span(values: list[float], digits: int = 3) -> str:
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def summary(threads: int, pairs: list[dict]) -> list[str]:
+    """The setting's table (markdown): the pair figures, then where the "on" trials' CPU went."""
+    label = f"torch threads {threads or 'default (every core)'}"
+    on, off = [p["on"] for p in pairs], [p["off"] for p in pairs]
+    rows = [f"{label}, {len(pairs)} pairs; medians (min-max)", "",
+            "| figure | on | off | on/off per pair |", "|---|---|---|---|",
+            f"| samples/s | {span([g['samples_per_second'] for g in on], 2)} | "
+            f"{span([g['samples_per_second'] for g in off], 2)} | "
+            f"{span([p['on']['samples_per_second'] / p['off']['samples_per_second'] for p in pairs])} |",
+            f"| process tree CPU ms per sample | {span([per_sample_ms(g) for g in on], 1)} | "
+            f"{span([per_sample_ms(g) for g in off], 1)} | "
+            f"{span([per_sample_ms(p['on']) / per_sample_ms(p['off']) for p in pairs])} |"]
+    for part, label_ in (("main", "main process"), ("workers", "data-loader workers")):
+        rows.append(f"| {label_} CPU ms per sample | {span([1000 * g['cpu'][part] / g['samples'] for g in on], 1)} | "
+                    f"{span([1000 * g['cpu'][part] / g['samples'] for g in off], 1)} | |")
+    busy = {mode: [g["cpu"]["tree"] / g["cpu"]["wall"] for g in trials] for mode, trials in (("on", on), ("off", off))}
+    rows.append(f"| process tree CPU / wall time (cores it got) | {span(busy['on'], 2)} | {span(busy['off'], 2)} | |")
+    shares = [100 * tracking_seconds(g) / g["cpu"]["tree"] for g in on]
+    rows.append(f"| **tracking threads' CPU / tree CPU** | **{span(shares, 2)} %** | – | |")
+    core = [100 * tracking_seconds(g) / g["cpu"]["wall"] for g in on]
+    rows.append(f"| tracking threads' CPU / wall time (share of one core) | {span(core, 2)} % | – | |")
+    rows += ["", "| \"on\" trials: thread or part | CPU s per window | µs per sample | % of the tree's CPU |",
+             "|---|---|---|---|"]
+    names = sorted({name for g in on for name in g["cpu"]["threads"]},
+                   key=lambda name: -statistics.median(g["cpu"]["threads"].get(name, 0.0) for g in on))
+    parts = sorted({part for g in on for part in g["cpu"]["parts"]})
+
+    def row(title: str, seconds: list[float]) -> str:
+        per_sample = statistics.median(1e6 * s / g["samples"] for s, g in zip(seconds, on))
+        share = statistics.median(100 * s / g["cpu"]["tree"] for s, g in zip(seconds, on))
+        return f"| {title} | {statistics.median(seconds):.3f} | {per_sample:.1f} | {share:.2f} |"
+
+    for name in names:
+        seconds = [g["cpu"]["threads"].get(name, 0.0) for g in on]
+        if statistics.median(seconds) < 0.0005 and name not in TRACKING_THREADS:
+            continue
+        nices = sorted({g["cpu"]["nice"].get(name) for g in on} - {None})
+        rows.append(row(f"thread `{name}`" + (f" (nice {', '.join(map(str, nices))})" if nices else ""), seconds))
+        if name == "system-monitor":
+            rows += [row(f"&nbsp;&nbsp;{part}", [g["cpu"]["parts"].get(part, [0, 0.0])[1] for g in on])
+                     for part in parts if part.startswith("sampler")]
+        if name == "mlflow-run-sender":
+            rows += [row(f"&nbsp;&nbsp;{part}", [g["cpu"]["parts"].get(part, [0, 0.0])[1] for g in on])
+                     for part in parts if part.startswith("sender")]
+    rows.append(row("data-loader workers", [g["cpu"]["workers"] for g in on]))
+    calls = {part: statistics.median(g["cpu"]["parts"].get(part, [0, 0.0])[0] for g in on) for part in parts}
+    rows += ["", "calls per window (median): " + ", ".join(f"{part} {count:g}" for part, count in calls.items()),
+             f"window: {statistics.median(g['cpu']['wall'] for g in on + off):.1f} s wall, "
+             f"{statistics.median(g['samples'] for g in on + off):g} samples"]
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--pairs", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--torch-threads", type=int, default=0,
-                        help="OMP/torch threads per trial (0: torch's default); 1 keeps OpenMP barriers from "
-                             "stalling when other jobs share the cores")
+    parser.add_argument("--torch-threads", default="1",
+                        help="comma-separated OMP/torch threads per trial, each setting in every pair (0: torch's "
+                             "default, every core); e.g. 0,1. The ratio line is the first setting's. Default 1: "
+                             "a core left free, the setting a shared machine can resolve (~8 min for 7 pairs)")
     parser.add_argument("--cache", default=os.environ.get("BRIDGETOWER_MLFLOW_CACHE", "/tmp/btcache"))
+    parser.add_argument("--lower-sender", action="store_true",
+                        help="the run buffer's sender thread lowers its priority first, as the monitor does "
+                             "(what the one-line change proposed for MetricBuffer._run does)")
+    parser.add_argument("--json", help="also write every trial's figures to this file")
+    parser.add_argument("--from-json", help="print the tables of a --json file instead of measuring")
     parser.add_argument("--trial", choices=["on", "off"], help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.trial:
-        print("RESULT " + json.dumps(trial(opts.trial, opts.steps, opts.batch, opts.workers, Path(opts.folder))))
+        print("RESULT " + json.dumps(trial(opts.trial, opts.steps, opts.batch, opts.workers, Path(opts.folder),
+                                           opts.lower_sender)))
         return
+    if opts.from_json:
+        saved = json.loads(Path(opts.from_json).read_text(encoding="utf-8"))
+    else:
+        saved = measure(opts)
+        if opts.json:
+            Path(opts.json).write_text(json.dumps(saved), encoding="utf-8")
+    print("\n" + saved["conditions"] + "\n")
+    results = {int(threads): pairs for threads, pairs in saved["results"].items()}
+    for threads, pairs in results.items():
+        print("\n".join(summary(threads, pairs)) + "\n")
+    first = [p["on"]["samples_per_second"] / p["off"]["samples_per_second"] for p in next(iter(results.values()))]
+    print(f"ratio={statistics.median(first):.3f}")
+
+
+def measure(opts) -> dict:
+    """Every pair of every setting: {"conditions": one line, "results": {threads: [{"on": .., "off": ..}]}}."""
+    settings = [int(value) for value in opts.torch_threads.split(",")]
+    load, started = os.getloadavg(), time.monotonic()
+    results: dict[int, list[dict]] = {threads: [] for threads in settings}
     with tempfile.TemporaryDirectory(prefix="bench-tracking-") as tmp:
         folder = Path(tmp)
         warm_store(folder)
-        ratios, figures = [], {"on": [], "off": []}
         for pair in range(opts.pairs):
             order = ("on", "off") if pair % 2 == 0 else ("off", "on")
-            got = {mode: run_trial(mode, opts, folder) for mode in order}
-            for mode in order:
-                figures[mode].append(got[mode]["samples_per_second"])
-            ratios.append(got["on"]["samples_per_second"] / got["off"]["samples_per_second"])
-            on, off = got["on"], got["off"]
-            print(f"pair {pair + 1}: on {on['samples_per_second']:.2f}  off {off['samples_per_second']:.2f}"
-                  f" samples/s  ratio {ratios[-1]:.3f}  (wait on {on['wait']:.1%}, off {off['wait']:.1%})",
-                  flush=True)
-    print(f"tiny preset, batch {opts.batch}, {opts.steps} steps (3 warmup), logging every step, "
-          f"{opts.workers} loader worker(s), torch threads {opts.torch_threads or 'default'}; "
-          f"medians: on {statistics.median(figures['on']):.2f}, "
-          f"off {statistics.median(figures['off']):.2f} samples/s")
-    print(f"ratio={statistics.median(ratios):.3f}")
+            for threads in settings:
+                got = {mode: run_trial(mode, threads, opts, folder) for mode in order}
+                results[threads].append(got)
+                on, off = got["on"], got["off"]
+                print(f"pair {pair + 1}, torch threads {threads or 'default'}: samples/s on "
+                      f"{on['samples_per_second']:.2f} off {off['samples_per_second']:.2f} "
+                      f"({on['samples_per_second'] / off['samples_per_second']:.3f}); CPU ms/sample on "
+                      f"{per_sample_ms(on):.1f} off {per_sample_ms(off):.1f} "
+                      f"({per_sample_ms(on) / per_sample_ms(off):.3f}); tracking threads "
+                      f"{100 * tracking_seconds(on) / on['cpu']['tree']:.2f} % of the tree's CPU, "
+                      f"{100 * tracking_seconds(on) / on['cpu']['wall']:.2f} % of a core", flush=True)
+    lowered = "the sender lowered by the benchmark (--lower-sender), " if opts.lower_sender else ""
+    conditions = (f"tiny preset, batch {opts.batch}, {opts.steps} steps (3 warmup), logging every step, {lowered}"
+                  f"{opts.workers} loader worker(s), {os.cpu_count()} cores; load average before {load[0]:.1f} / "
+                  f"{load[1]:.1f} / {load[2]:.1f}, after {' / '.join(f'{v:.1f}' for v in os.getloadavg())}; "
+                  f"{(time.monotonic() - started) / 60:.1f} min")
+    return {"conditions": conditions, "results": results}
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 Samplers return bare names; the monitor adds `system/` once. A failing sampler is a warning and
 the others go on (telemetry fails soft). On a resumed run the series continue after their last step.
+The thread runs at a lower priority than training, named `system-monitor` where the kernel shows it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from collections.abc import Mapping
 
 from ..contract import SYSTEM_PREFIX
+from .thread_priority import lower_this_thread_priority
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,7 @@ class SystemMonitor:
         return values
 
     def _loop(self) -> None:
+        lower_this_thread_priority()  # a saturated host serves training first; samples only wait their turn
         while not self._stop.wait(self.interval):
             values = self.sample_once()
             if not values:

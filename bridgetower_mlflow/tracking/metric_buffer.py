@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import METRICS_PER_BATCH
+from ..telemetry.thread_priority import lower_this_thread_priority
 from .spill import adopt, append_whole, replace_whole
 from .spill_format import from_line, send_records, to_line
 
@@ -145,6 +146,7 @@ class MetricBuffer:
                 self._read_pos = 0
 
     def _run(self) -> None:
+        lower_this_thread_priority()  # a saturated host serves training first
         backoff, down_since = self.flush_interval, None
         while True:
             batch, origin, position = self._next_batch()
