@@ -65,6 +65,6 @@ def without_password(uri: str) -> str:
     return _redact(uri, secret_values(), lambda m: f"{m['user']}:{REDACTED}@")
 
 
-def first_line(exc: BaseException, limit: int = 500) -> str:
+def first_line(exc: BaseException, limit: int = 2000) -> str:  # contract.ERROR_TAG_LIMIT
     """An exception as one redacted line: its first line of text, or its type's name when it has none."""
     return redact_text((str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit])

@@ -31,7 +31,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # What a served model imports of this package; nothing else travels with it.
 SERVING_MODULES = ("__init__.py", "model/__init__.py", "model/checkpoint.py", "model/pyfunc.py",
                    "model/scoring.py", "data/__init__.py", "data/cpu_images.py")
-ERROR_LIMIT = 400  # MLflow's message names the URL twice; the run's error tag keeps 500 characters
+ERROR_LIMIT = 400  # MLflow's message names the URL twice; the run's error tag keeps 2000 characters
 VERSION_METRICS = (THROUGHPUT_METRIC, "eval_loss", "eval_recall_at_1", "eval_recall_at_5",
                    CAPTION_MATCH_METRIC)
 
@@ -146,7 +146,7 @@ def publish_model(config, prepared, session, trainer, metrics: dict) -> str | No
 def tracking_refusal(action: str):
     """An upload or registry call that failed (after MLflow's retries) becomes one `tracking:` line.
 
-    Cut to what the run's error tag keeps (first_line's 500 characters), so the tag and the line agree.
+    Cut to what the run's error tag keeps (first_line's 2000 characters), so the tag and the line agree.
     """
     import requests
     from mlflow.exceptions import MlflowException
