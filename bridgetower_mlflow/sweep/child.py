@@ -12,7 +12,15 @@ from pathlib import Path
 
 import click
 
-from ..contract import ERROR_TAG, PARENT_RUN_TAG, RUN_KIND_TAG, RUN_KIND_TRAIN, RUN_NAME_TAG, THROUGHPUT_METRIC
+from ..contract import (
+    ERROR_TAG,
+    PARENT_RUN_TAG,
+    RUN_KIND_TAG,
+    RUN_KIND_TRAIN,
+    RUN_NAME_TAG,
+    SWEEP_CELL_ENV,
+    THROUGHPUT_METRIC,
+)
 from ..tracking.runs import create_run, settle_run
 from .grid import SweepCell
 from .process import exit_reason, run_train_process
@@ -57,7 +65,7 @@ def train_command(override: str = "") -> list[str]:
 def _child_env(context: SweepContext, run_id: str) -> dict:
     env = dict(os.environ if context.env is None else context.env)
     env.pop("MLFLOW_EXPERIMENT_NAME", None)  # the child run already fixes the experiment
-    env.update(MLFLOW_RUN_ID=run_id, MLFLOW_EXPERIMENT_ID=context.experiment_id)
+    env.update(MLFLOW_RUN_ID=run_id, MLFLOW_EXPERIMENT_ID=context.experiment_id, **{SWEEP_CELL_ENV: "1"})
     if context.tracking_uri:
         env["MLFLOW_TRACKING_URI"] = context.tracking_uri
     return env

@@ -7,6 +7,7 @@ import os
 
 from ..accelerators.detection import hide_if_broken
 from ..accelerators.registry import get_accelerator
+from ..contract import SWEEP_CELL_ENV
 from ..launch.ranks import RankInfo, needs_launch
 from ..launch.self_launch import was_self_launched
 from ..launch.signals import Stopped
@@ -25,7 +26,9 @@ def train(config, *, tracked: bool = True) -> TrainResult:
     """
     ranks = RankInfo.from_env()
     check_writable(config.output_dir)
-    owner = ranks.is_main and not was_self_launched()  # self-launched ranks train under their launcher's hold
+    # self-launched ranks train under their launcher's hold; a sweep's cells under their sweep's (two sweeps
+    # may share a folder: every cell writes only into its own run's subfolder)
+    owner = ranks.is_main and not was_self_launched() and os.environ.get(SWEEP_CELL_ENV) != "1"
     with holding(config.output_dir) if owner else contextlib.nullcontext():
         return _train(config, ranks, tracked)
 
