@@ -38,9 +38,9 @@ def test_mlflow_run_with_devices_2_launches_ranks_and_logs_one_run(cache_dir, sq
     assert done.stdout.count("open it:") == 1
 
 
-def _train_args() -> list[str]:
+def _train_args(**changes) -> list[str]:
     args = ["-m", "bridgetower_mlflow", "train"]
-    for key, value in SMALL.items():
+    for key, value in {**SMALL, **changes}.items():
         args += [f"--{key.replace('_', '-')}", str(value)]
     return args
 
@@ -64,12 +64,15 @@ def test_outer_torchrun_with_run_id_for_every_rank_gives_one_run(cache_dir, sqli
 
 def test_two_nodes_on_loopback_give_one_run(cache_dir, sqlite_uri, tmp_path):
     """`torchrun --nnodes 2` with node ranks 0 and 1 on 127.0.0.1 (one process each), no MLFLOW_RUN_ID: rank 0
-    creates the only run (this also covers the single-node outer torchrun without a run id)."""
-    port, env, nodes = free_port(), {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}, []
+    creates the only run (this also covers the single-node outer torchrun without a run id). Each node's host
+    is monitored as system/node_<n>/..., and the job's worker CPU counts every rank's workers."""
+    port, nodes = free_port(), []
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL": "0.5"}
     try:
         for node_rank in (0, 1):
             args = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", f"--node_rank={node_rank}",
-                    "--nproc_per_node=1", "--master_addr=127.0.0.1", f"--master_port={port}", *_train_args()]
+                    "--nproc_per_node=1", "--master_addr=127.0.0.1", f"--master_port={port}",
+                    *_train_args(dataloader_num_workers=1)]
             folder = tmp_path / f"node{node_rank}"  # each node its own working folder, as on two machines
             folder.mkdir()
             with open(tmp_path / f"node{node_rank}.log", "w") as log:
@@ -87,3 +90,20 @@ def test_two_nodes_on_loopback_give_one_run(cache_dir, sqlite_uri, tmp_path):
     _check_two_rank_run(runs[0])
     assert all(f"runs/{runs[0].info.run_id}" in log for log in logs)  # each node's console links the one run
     assert no_running_runs(sqlite_uri) == []
+    _check_every_node_observed(MlflowClient(sqlite_uri), runs[0].info.run_id)
+
+
+def _check_every_node_observed(client, run_id):
+    """Each node's host series (several points), and worker counts: one per node, two in the job."""
+    series = {}
+    for node in (0, 1):
+        for name in ("cpu_utilization_percentage", "system_memory_usage_megabytes", "dataloader_workers_count"):
+            key = f"system/node_{node}/{name}"
+            series[key] = sorted((m.step, m.timestamp, m.value) for m in client.get_metric_history(run_id, key))
+            print(key, series[key])  # the per-node series of a 2-node run, for the notes (pytest -s shows them)
+            assert len(series[key]) >= 3, key
+        assert max(v for _, _, v in series[f"system/node_{node}/dataloader_workers_count"]) == 1
+        assert all(v > 0 for _, _, v in series[f"system/node_{node}/system_memory_usage_megabytes"])
+    job = sorted((m.step, m.value) for m in client.get_metric_history(run_id, "system/dataloader_workers_count"))
+    print("system/dataloader_workers_count", job)
+    assert max(v for _, v in job) == 2  # both ranks' workers, on both nodes

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from bridgetower_mlflow.errors import ConfigError
 from bridgetower_mlflow.sweep.command import sweep_command
-from bridgetower_mlflow.sweep.grid import parse_device_decode, parse_workers, plan_cells
+from bridgetower_mlflow.sweep.grid import Capabilities, SweepAxes, parse_device_decode, parse_workers, plan_cells
 
 FAKE_TRAIN = textwrap.dedent("""
     import argparse, os, shlex, sys
@@ -22,6 +22,7 @@ FAKE_TRAIN = textwrap.dedent("""
     parser.add_argument("--accel")
     parser.add_argument("--dataloader-num-workers", type=int)
     parser.add_argument("--device-decode")
+    parser.add_argument("--per-device-train-batch-size", type=int, default=4)
     args, rest = parser.parse_known_args()
     if str(args.dataloader_num_workers) in os.environ.get("FAKE_TRAIN_CRASH_WORKERS", "").split(","):
         print("simulated crash before the run ends")
@@ -29,7 +30,8 @@ FAKE_TRAIN = textwrap.dedent("""
     run_id = os.environ["MLFLOW_RUN_ID"]
     client = MlflowClient()
     spec = TrainRunSpec(args.accel, 10.0 * (1 + args.dataloader_num_workers), args.dataloader_num_workers,
-                        args.device_decode == "true", devices=1, batch=4, model="tiny")
+                        args.device_decode == "true", devices=1, batch=args.per_device_train_batch_size,
+                        model="tiny")
     params, tags, metrics = train_run_contents(spec)
     tags.pop("mlflow.runName")
     tags["fake.argv"] = shlex.join(sys.argv[1:])
@@ -71,11 +73,11 @@ def _parent(client):
 
 
 def test_grid_is_repeat_major_and_device_decode_is_skipped_where_unsupported():
-    plan = plan_cells("cpu", [0, 1], [False, True], 2, supports_device_decode=False)
+    plan = plan_cells("cpu", SweepAxes([0, 1], [False, True], 2), Capabilities(device_decode=False))
     assert [c.run_name for c in plan.cells] == [
         "cpu w0 decode=cpu r1", "cpu w1 decode=cpu r1", "cpu w0 decode=cpu r2", "cpu w1 decode=cpu r2"]
     assert "skipped device_decode=true on cpu" in plan.notes[0]
-    full = plan_cells("gaudi2", [2], [False, True], 1, supports_device_decode=True)
+    full = plan_cells("gaudi2", SweepAxes([2], [False, True], 1), Capabilities(device_decode=True))
     assert [c.train_args()[5] for c in full.cells] == ["false", "true"] and not full.notes
 
 
@@ -101,11 +103,14 @@ def test_cpu_sweep_runs_children_then_compares_on_the_parent(fake_store):
         assert run.info.status == "FINISHED" and run.data.tags["bridgetower.run_kind"] == "train"
         argv = run.data.tags["fake.argv"]
         assert "--max-steps 3" in argv and "--seed 7" in argv and "--experiment-name sweeps" in argv
+        assert "--distribution-strategy ddp" in argv  # the default strategy, said explicitly
+        assert "--per-device-train-batch-size" not in argv and "--image-backend" not in argv  # train's defaults
     assert "[1/4] cpu w0 decode=cpu r1: 10.0 samples/s (FINISHED), 3 left" in result.output
     assert "note: skipped device_decode=true on cpu" in result.output
     tags = fake_store.get_run(parent.info.run_id).data.tags
     assert "skipped device_decode=true on cpu" in tags["sweep.notes"]
     assert tags["sweep.finished"] == "4" and tags["sweep.failed"] == "0"
+    assert (tags["sweep.distribution_strategy"], tags["sweep.per_device_train_batch_size"]) == ("ddp", "default")
     assert "| w1 decode=cpu | 2.00x |" in tags["mlflow.note.content"]
     artifacts = {a.path for a in fake_store.list_artifacts(parent.info.run_id, "compare")}
     assert "compare/speedups.png" in artifacts and "compare/report.md" in artifacts
@@ -145,5 +150,47 @@ def test_under_mlflow_run_the_project_run_is_the_parent(fake_store, monkeypatch)
 def test_unknown_accelerator_fails_before_any_run(fake_store):
     result = CliRunner().invoke(sweep_command, ["--accel", "tpu", "--experiment-name", "sweeps"])
     assert result.exit_code == 2 and "accel" in result.stderr
+    experiment_id = fake_store.get_experiment_by_name("sweeps").experiment_id
+    assert fake_store.search_runs([experiment_id]) == []
+
+
+def test_strategy_and_batch_axes_reach_every_child_and_each_cell_says_when_it_starts(fake_store):
+    result = CliRunner().invoke(sweep_command, [
+        "--workers", "0,1", "--device-decode", "false", "--distribution-strategy", "ddp,fast_ddp",
+        "--per_device_train_batch_size", "4,8", "--repeats", "1", "--image-backend", "study",
+        "--experiment-name", "sweeps"])
+    assert result.exit_code == 0, result.output
+    names = ["cpu w0 decode=cpu ddp b4 r1", "cpu w1 decode=cpu ddp b4 r1",
+             "cpu w0 decode=cpu ddp b8 r1", "cpu w1 decode=cpu ddp b8 r1"]
+    lines = result.output.splitlines()
+    assert "note: skipped distribution_strategy=fast_ddp on cpu: the cpu adapter has no fast_ddp " \
+           "(4 cells not run, not faked)" in lines
+    for index, name in enumerate(names, 1):  # each start line comes before that cell's end line
+        start = lines.index(f"[{index}/4] starting {name}")
+        end = next(i for i, line in enumerate(lines) if line.startswith(f"[{index}/4] {name}: "))
+        assert start < end and lines[end].endswith(f"(FINISHED), {4 - index} left")
+    parent = _parent(fake_store)
+    children = _children(fake_store, parent.info.run_id)
+    assert sorted(children) == sorted(names)
+    for name, run in children.items():
+        argv, batch = run.data.tags["fake.argv"], name.split()[-2][1:]
+        assert "--distribution-strategy ddp" in argv and f"--per-device-train-batch-size {batch}" in argv
+        assert "--image-backend study" in argv
+        assert run.data.params["per_device_train_batch_size"] == batch
+        assert run.data.tags["sweep.cell"] == name.removeprefix("cpu ").removesuffix(" r1")
+    tags = fake_store.get_run(parent.info.run_id).data.tags
+    assert (tags["sweep.distribution_strategy"], tags["sweep.per_device_train_batch_size"]) == ("ddp,fast_ddp", "4,8")
+    assert tags["sweep.cells"] == "4" and "skipped distribution_strategy=fast_ddp on cpu" in tags["sweep.notes"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--distribution-strategy", "ddp,ring"], "distribution_strategy: invalid value 'ddp,ring'"),
+    (["--distribution_strategy", "fast_ddp"], "distribution_strategy: invalid value 'fast_ddp'; allowed on cpu: ddp"),
+    (["--per-device-train-batch-size", "8,0"], "per_device_train_batch_size: invalid value '0'"),
+])
+def test_bad_axis_values_fail_before_any_run(fake_store, args, message):
+    result = CliRunner().invoke(sweep_command, [*args, "--experiment-name", "sweeps"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [result.stderr.strip()] and message in result.stderr
     experiment_id = fake_store.get_experiment_by_name("sweeps").experiment_id
     assert fake_store.search_runs([experiment_id]) == []

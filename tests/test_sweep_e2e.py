@@ -8,6 +8,7 @@ from bridgetower_mlflow.sweep.command import sweep_command
 
 @pytest.mark.slow
 def test_real_cpu_sweep_end_to_end(tmp_path, monkeypatch):
+    """Strategy x batch axes: fast_ddp skipped on CPU, one child per batch size, compare keeps them apart."""
     from mlflow import MlflowClient
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
@@ -18,20 +19,36 @@ def test_real_cpu_sweep_end_to_end(tmp_path, monkeypatch):
     client = MlflowClient(uri)
     client.create_experiment("e2e", artifact_location=str(tmp_path / "artifacts"))
     result = CliRunner().invoke(sweep_command, [
-        "--accel", "cpu", "--workers", "0,1", "--repeats", "1", "--experiment-name", "e2e",
-        "--model", "tiny", "--max-steps", "5", "--per-device-train-batch-size", "4",
-        "--", "--max-train-samples", "32", "--max-eval-samples", "16", "--log-model", "false"])
+        "--accel", "cpu", "--workers", "1", "--distribution-strategy", "ddp,fast_ddp",
+        "--per-device-train-batch-size", "4,8", "--repeats", "1", "--experiment-name", "e2e",
+        "--model", "tiny", "--max-steps", "2", "--image-backend", "study",
+        "--", "--max-train-samples", "32", "--max-eval-samples", "16", "--log-model", "false",
+        "--throughput-warmup-steps", "1"])
     assert result.exit_code == 0, result.output
+    names = ["cpu w1 decode=cpu ddp b4 r1", "cpu w1 decode=cpu ddp b8 r1"]
+    lines = result.output.splitlines()
+    assert lines.index(f"[1/2] starting {names[0]}") < lines.index(f"[2/2] starting {names[1]}")
+    assert any(line.startswith(f"[2/2] {names[1]}: ") and line.endswith("(FINISHED), 0 left") for line in lines)
+    assert "note: skipped distribution_strategy=fast_ddp on cpu: the cpu adapter has no fast_ddp " \
+           "(2 cells not run, not faked)" in lines
     experiment_id = client.get_experiment_by_name("e2e").experiment_id
     (parent,) = client.search_runs([experiment_id], "tags.`bridgetower.run_kind` = 'sweep'")
     children = client.search_runs([experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
-    assert sorted(run.info.run_name for run in children) == ["cpu w0 decode=cpu r1", "cpu w1 decode=cpu r1"]
+    assert sorted(run.info.run_name for run in children) == names
     for run in children:
         assert run.info.status == "FINISHED"
         assert run.data.tags["bridgetower.run_kind"] == "train"
         assert run.data.metrics["train_samples_per_second"] > 0
-    note = client.get_run(parent.info.run_id).data.tags["mlflow.note.content"]
+        params = run.data.params
+        assert (params["distribution_strategy"], params["dataloader_num_workers"], params["image_backend"]) == (
+            "ddp", "1", "study")
+        assert params["per_device_train_batch_size"] == run.info.run_name.split()[-2][1:]
+    tags = client.get_run(parent.info.run_id).data.tags
+    assert (tags["sweep.distribution_strategy"], tags["sweep.per_device_train_batch_size"]) == ("ddp,fast_ddp", "4,8")
+    assert "skipped device_decode=true on cpu" in tags["sweep.notes"]
+    assert "skipped distribution_strategy=fast_ddp on cpu" in tags["sweep.notes"]
+    note = tags["mlflow.note.content"]
     assert "| w1 decode=cpu |" in note and "model=tiny" in note
-    assert "skipped device_decode=true on cpu" in client.get_run(parent.info.run_id).data.tags["sweep.notes"]
+    assert "batch/device=4" in note and "batch/device=8" in note  # two configurations, never one group
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id, "compare")}
     assert {"compare/report.md", "compare/throughput.png", "compare/speedups.csv"} <= artifacts

@@ -1,5 +1,5 @@
 """`sweep --backend ray` on a real Ray cluster (Ray's own multi-node test cluster on loopback: a head and one
-more node, one exclusive `bridgetower_host` slot each) with a real `mlflow server`.
+more node, started plainly, two CPUs each, no custom resources) with a real `mlflow server`.
 
 One sweep runs the real `train` (tiny preset); the failure paths use a fake train that sleeps, so the
 kill, node-loss and Ctrl-C checks cost seconds, not minutes.
@@ -30,6 +30,7 @@ from bridgetower_mlflow.sweep.backends.ray_checks import (
     requested_devices,
     task_options,
 )
+from bridgetower_mlflow.sweep.backends.ray_nodes import AFFINITY, SHARED, SLOT, NodePool, choose_placement
 from bridgetower_mlflow.sweep.command import sweep_command
 
 from conftest import BIN, MlflowServer, no_running_runs, run_cli
@@ -37,8 +38,8 @@ from conftest import BIN, MlflowServer, no_running_runs, run_cli
 # Before anything imports ray: this machine answers on loopback only, and without this Ray (2.60) rewrites
 # 127.0.0.1 to the primary interface's address, where nothing listens, and waits for ever.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-NODE = {"num_cpus": 1, "resources": {HOST_RESOURCE: 1}, "object_store_memory": 80 * 2**20,
-        "node_ip_address": "127.0.0.1"}  # one exclusive slot per node
+# Two CPUs a node, a cell asks for one: Ray alone would put two cells on a node; the driver's node affinity must not.
+NODE = {"num_cpus": 2, "object_store_memory": 80 * 2**20, "node_ip_address": "127.0.0.1"}
 
 FAKE_TRAIN = textwrap.dedent("""
     import argparse, os, pathlib, sys, time
@@ -58,7 +59,7 @@ FAKE_TRAIN = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def ray_cluster(cache_dir):
-    """Head + one node on loopback, each with one CPU and one exclusive host slot."""
+    """Head + one node on loopback, as a plain `ray start` makes them: no custom resources."""
     pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[ray]')")
     from ray.cluster_utils import Cluster
 
@@ -155,6 +156,9 @@ def test_four_cells_run_two_at_a_time_on_distinct_nodes(ray_cluster, server):
     assert len({node for _, _, node in windows}) == 2
     tags = parent.data.tags
     assert tags["sweep.backend"] == "ray" and tags["sweep.finished"] == "4" and tags["sweep.failed"] == "0"
+    assert "one cell per node by node affinity" in tags["sweep.notes"]
+    assert sorted(line.split("] starting ")[1] for line in result.stdout.splitlines() if "] starting " in line) == \
+        sorted(children)  # told as each cell got its node
     assert "| w1 decode=cpu |" in tags["mlflow.note.content"]  # compare ran over the children
     assert parent.info.status == "FINISHED" and no_running_runs(server.url) == []
 
@@ -178,21 +182,23 @@ def test_a_cell_killed_mid_run_fails_and_the_rest_finish(ray_cluster, server, fa
 
 
 @pytest.mark.slow
-def test_a_lost_node_fails_its_cell_and_the_rest_finish(ray_cluster, server, fake_train):
+def test_a_lost_node_fails_its_cell_is_not_picked_again_and_the_rest_finish(ray_cluster, server, fake_train):
     extra = ray_cluster.add_node(**NODE)
     ray_cluster.wait_for_nodes()
     driver = subprocess.Popen([str(BIN / "bridgetower-mlflow"), *_sweep(
-        ray_cluster, "lost", "--workers", "0,1,2", "--repeats", "1", fake_seconds=8, pid_dir=fake_train)],
+        ray_cluster, "lost", "--workers", "0,1,2,3", "--repeats", "1", fake_seconds=8, pid_dir=fake_train)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    _wait_for([fake_train / f"w{w}.pid" for w in (0, 1, 2)])  # three cells, three nodes
+    _wait_for([fake_train / f"w{w}.pid" for w in (0, 1, 2)])  # three cells, three nodes; w3 waits for a node
+    assert not (fake_train / "w3.pid").exists()
     ray_cluster.remove_node(extra, allow_graceful=False)
     output, _ = driver.communicate(timeout=120)
     assert driver.returncode == 1, output
     _, children = _runs(server.url, "lost")
-    by_status = {run.info.status: run for run in children.values()}
-    assert sorted(run.info.status for run in children.values()) == ["FAILED", "FINISHED", "FINISHED"]
-    lost = by_status["FAILED"]
+    assert sorted(run.info.status for run in children.values()) == ["FAILED", "FINISHED", "FINISHED", "FINISHED"]
+    (lost,) = [run for run in children.values() if run.info.status == "FAILED"]
     assert lost.data.tags["ray.node_id"] == extra.node_id and "node" in lost.data.tags["error"]
+    later = children["cpu w3 decode=cpu r1"]  # started after the loss, on a node still alive
+    assert later.info.status == "FINISHED" and later.data.tags["ray.node_id"] != extra.node_id
     assert no_running_runs(server.url) == []
 
 
@@ -255,22 +261,73 @@ def test_sweep_help_does_not_import_ray():
     assert done.stdout.strip().splitlines()[-1] == "False", done.stderr
 
 
-def test_a_cell_asks_for_its_accelerators_and_its_node_alone():
-    gpu = task_options(cell_request("cuda", requested_devices(["--devices", "8"]), True), "h100 w0 r1")
-    assert (gpu["num_gpus"], gpu["num_cpus"], gpu["resources"]) == (8, 0, {"bridgetower_host": 1})
+@pytest.mark.slow
+def test_nodes_with_a_bridgetower_host_slot_run_the_cells_one_per_slot(ray_cluster, server, fake_train):
+    slotted = ray_cluster.add_node(**NODE, resources={HOST_RESOURCE: 1})
+    ray_cluster.wait_for_nodes()
+    try:
+        result = run_cli(_sweep(ray_cluster, "slot", "--workers", "0,1", "--repeats", "1", fake_seconds=1,
+                                pid_dir=fake_train))
+    finally:
+        ray_cluster.remove_node(slotted)
+    assert result.returncode == 0, result.stdout + result.stderr
+    parent, children = _runs(server.url, "slot")
+    assert [run.data.tags["ray.node_id"] for run in children.values()] == [slotted.node_id] * 2  # only it has one
+    first, second = sorted((run.info.start_time, run.info.end_time) for run in children.values())
+    assert first[1] <= second[0]  # one slot: one cell at a time
+    assert "2 node(s) without a `bridgetower_host` slot run no cells" in parent.data.tags["sweep.notes"]
+
+
+def test_a_cell_asks_for_its_accelerators_and_can_be_pinned_to_a_node():
+    gpu = task_options(cell_request("cuda", requested_devices(["--devices", "8"])), "h100 w0 r1")
+    assert (gpu["num_gpus"], gpu["num_cpus"], gpu["resources"]) == (8, 0, {})
     assert gpu["max_retries"] == 0 and gpu["retry_exceptions"] is False  # a retried cell would log twice
-    hpu = task_options(cell_request("gaudi", 8, True), "gaudi2 w0 r1")
+    hpu = task_options({**cell_request("gaudi", 8), HOST_RESOURCE: 1.0}, "gaudi2 w0 r1", "pinned")
     assert hpu["resources"] == {"HPU": 8, "bridgetower_host": 1} and isinstance(hpu["resources"]["HPU"], int)
-    assert task_options(cell_request("cpu", 2, False), "cpu")["num_cpus"] == 2
-    assert cell_request("cpu", 1, False) == {"CPU": 1.0}
+    assert hpu["scheduling_strategy"] == "pinned"
+    assert task_options(cell_request("cpu", 2), "cpu")["num_cpus"] == 2
+    assert cell_request("cpu", 1) == {"CPU": 1.0}
+
+
+def _node(node_id: str, alive=True, **resources) -> dict:
+    return {"NodeID": node_id * 56, "Alive": alive, "Resources": resources}
+
+
+def test_placement_uses_the_slot_where_a_fitting_node_has_one_else_node_affinity():
+    plain = [_node("a", CPU=8.0), _node("b", CPU=96.0, GPU=8.0)]
+    affinity = choose_placement({"GPU": 8.0}, plain, exclusive=True)
+    assert (affinity.mode, affinity.request) == (AFFINITY, {"GPU": 8.0}) and "1 usable node(s)" in affinity.notes[0]
+    mixed = [*plain, _node("c", CPU=96.0, GPU=8.0, bridgetower_host=1.0)]
+    slot = choose_placement({"GPU": 8.0}, mixed, exclusive=True)
+    assert (slot.mode, slot.request) == (SLOT, {"GPU": 8.0, HOST_RESOURCE: 1.0})
+    assert slot.notes == ("1 node(s) without a `bridgetower_host` slot run no cells",)
+    # a slot on a node that cannot run the cell does not switch the sweep to slots
+    only_cpu_slot = [_node("a", CPU=8.0, bridgetower_host=1.0), _node("b", CPU=96.0, GPU=8.0)]
+    assert choose_placement({"GPU": 8.0}, only_cpu_slot, exclusive=True).mode == AFFINITY
+    assert choose_placement({"GPU": 8.0}, mixed, exclusive=False).mode == SHARED
+
+
+def test_the_node_pool_hands_out_free_nodes_and_never_a_lost_one():
+    cluster = [_node("a", CPU=2.0), _node("b", CPU=2.0), _node("c", GPU=1.0), _node("d", alive=False, CPU=2.0)]
+    pool = NodePool({"CPU": 1.0}, lambda: cluster)
+    first, second = pool.claim(), pool.claim()
+    assert {first, second} == {"a" * 56, "b" * 56} and pool.claim() is None  # c lacks CPUs, d is dead
+    pool.release(first, lost=False)
+    assert pool.claim() == first
+    pool.release(second, lost=True)  # its cell died with the node, even if the cluster still lists it
+    pool.release(first, lost=False)
+    assert pool.claim() == first and pool.claim() is None
+    cluster[0] = _node("a", alive=False, CPU=2.0)
+    pool.release(first, lost=False)  # the cluster says it died
+    assert pool.claim() is None and "lost during this sweep: aaaaaaaaaaaa, bbbbbbbbbbbb" in pool.describe_lost()
 
 
 def test_a_request_no_node_can_meet_is_refused_with_what_the_nodes_have():
     nodes = [{"NodeID": "a" * 56, "Resources": {"CPU": 96.0, "GPU": 8.0}}]
     check_feasible({"GPU": 8.0}, nodes, "auto")
-    with pytest.raises(ConfigError, match=r"GPU 8, bridgetower_host 1 .*nodes here: aaaaaaaaaaaa: CPU 96, GPU 8"
-                                          r".*--resources '\{\"bridgetower_host\": 1\}'"):
-        check_feasible({"GPU": 8.0, "bridgetower_host": 1.0}, nodes, "auto")
+    with pytest.raises(ConfigError, match=r"ray_address: invalid value 'auto'; allowed: a Ray cluster with a node "
+                                          r"that has HPU 8 \(nodes here: aaaaaaaaaaaa: CPU 96, GPU 8\)$"):
+        check_feasible({"HPU": 8.0}, nodes, "auto")
 
 
 def test_ray_addresses(monkeypatch):

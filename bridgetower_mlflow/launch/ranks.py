@@ -1,7 +1,8 @@
 """Where this process sits in a job: the only reader of launcher variables.
 
-torchrun sets RANK/LOCAL_RANK/WORLD_SIZE/LOCAL_WORLD_SIZE; OpenMPI (gaudi_spawn) OMPI_COMM_WORLD_*;
-Intel MPI and MPICH PMI_RANK/PMI_SIZE and MPI_LOCALRANKID/MPI_LOCALNRANKS. Reading changes nothing.
+torchrun sets RANK/LOCAL_RANK/WORLD_SIZE/LOCAL_WORLD_SIZE and the node's rank as GROUP_RANK; OpenMPI
+(gaudi_spawn) OMPI_COMM_WORLD_*; Intel MPI and MPICH PMI_RANK/PMI_SIZE and MPI_LOCALRANKID/MPI_LOCALNRANKS.
+Reading changes nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ RANK_KEYS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 WORLD_KEYS = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
 LOCAL_RANK_KEYS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
 LOCAL_WORLD_KEYS = ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
+NODE_RANK_KEYS = ("GROUP_RANK", "NODE_RANK")  # torchrun's workers get GROUP_RANK; NODE_RANK is its own input
 
 
 def _first_int(env: Mapping[str, str], keys: tuple[str, ...], default: int) -> int:
@@ -30,10 +32,21 @@ class RankInfo:
     local_rank: int
     world_size: int
     local_world_size: int = 1
+    group_rank: int | None = None  # the node's rank, where the launcher says it
 
     @property
     def is_main(self) -> bool:
         return self.rank == 0
+
+    @property
+    def node_rank(self) -> int:
+        """This node's place in the job: the launcher's, else from block placement (MPI fills nodes in order)."""
+        return self.group_rank if self.group_rank is not None else self.rank // self.local_world_size
+
+    @property
+    def whole_job_here(self) -> bool:
+        """True when this node runs every rank of the job."""
+        return self.world_size == self.local_world_size
 
     @property
     def launched(self) -> bool:
@@ -45,7 +58,9 @@ class RankInfo:
         env = os.environ if env is None else env
         world = max(_first_int(env, WORLD_KEYS, 1), 1)
         local_world = _first_int(env, LOCAL_WORLD_KEYS, world)
-        return cls(_first_int(env, RANK_KEYS, 0), _first_int(env, LOCAL_RANK_KEYS, 0), world, max(local_world, 1))
+        node = _first_int(env, NODE_RANK_KEYS, -1)
+        return cls(_first_int(env, RANK_KEYS, 0), _first_int(env, LOCAL_RANK_KEYS, 0), world, max(local_world, 1),
+                   node if node >= 0 else None)
 
     def devices_here(self, devices: int) -> int:
         """Devices this node must hold: the launcher's local size, else what the user asked for."""

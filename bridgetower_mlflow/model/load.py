@@ -5,10 +5,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..data.cpu_images import CLIP_MEAN, CLIP_STD, ImageSpec
 from ..data.sample import default_sample_dir, describe_os_error, text_corpus
 from ..errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 LOGIT_SCALE_INIT = 2.6592
 log = logging.getLogger(__name__)
@@ -26,8 +30,8 @@ PRESETS = {
 
 @dataclass
 class LoadedModel:
-    model: object
-    tokenizer: object
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
     image_processor: object
     image: ImageSpec
     source: str  # preset:<name> or the Hub id / path

@@ -7,6 +7,7 @@ import os
 import shlex
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,6 +56,7 @@ class SweepContext:
     env: dict | None = None  # train's base environment; None = this process's
     train_cmd: str = ""  # overrides TRAIN_CMD_ENV of this process
     workdir: str | None = None  # train's working directory; None = this process's
+    on_start: Callable[[SweepCell], None] | None = None  # told as each cell's train process starts
 
 
 def train_command(override: str = "") -> list[str]:
@@ -92,6 +94,8 @@ def run_child(context: SweepContext, cell: SweepCell) -> ChildResult:
     with tempfile.TemporaryDirectory(prefix="bridgetower-sweep-") as scratch:
         log_path = Path(scratch) / "train_output.log"
         with open(log_path, "wb") as log:
+            if context.on_start is not None:
+                context.on_start(cell)
             try:
                 returncode = run_train_process(command, _child_env(context, run_id), log, context.workdir)
             except KeyboardInterrupt:
@@ -130,6 +134,11 @@ def print_failure(result: ChildResult) -> None:
         click.echo("  last lines of its output:", err=True)
     for line in result.tail:
         click.echo(f"    {line}", err=True)
+
+
+def start_line(index: int, total: int, cell: SweepCell) -> str:
+    """`[3/12] starting cpu w1 decode=cpu ddp b8 r1`."""
+    return f"[{index}/{total}] starting {cell.run_name}"
 
 
 def progress_line(index: int, total: int, result: ChildResult) -> str:

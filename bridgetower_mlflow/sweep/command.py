@@ -9,7 +9,7 @@ import click
 from ..cli_support import CONTEXT, bool_option, dual_option, reports_errors
 
 # train options a sweep passes through unchanged when given
-PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "per_device_train_batch_size", "devices")
+PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "devices", "image_backend")
 
 
 @click.command("sweep", context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_extra_args": True})
@@ -17,13 +17,18 @@ PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "per_device_train_batch_
 @click.option("--workers", default="0,1,2", show_default=True, help="dataloader_num_workers values.")
 @dual_option("device_decode", default="false,true", show_default=True,
              help="device_decode values; cells the accelerator cannot do are skipped with a note.")
+@dual_option("distribution_strategy", default="ddp", show_default=True,
+             help="distribution_strategy values (ddp, fast_ddp); fast_ddp cells are skipped with a note where "
+                  "the accelerator has no fast_ddp.")
+@dual_option("per_device_train_batch_size", default="",
+             help="per_device_train_batch_size values, e.g. 8,16; empty: train's default.")
 @click.option("--repeats", default="3", show_default=True, help="Runs per cell (median/min/max in compare).")
 @click.option("--baseline", default="", help="Baseline accelerator for the final compare.")
 @dual_option("experiment_name", default="", help="Experiment for the parent and children.")
 @click.option("--model", default=None, help="Passed to train.")
 @click.option("--dataset", default=None, help="Passed to train.")
 @dual_option("max_steps", default=None, help="Passed to train.")
-@dual_option("per_device_train_batch_size", default=None, help="Passed to train.")
+@dual_option("image_backend", default="", help="Passed to train when given (fast or study); empty: train's default.")
 @click.option("--devices", default=None, help="Passed to train; with --backend ray, the accelerators each cell holds.")
 @click.option("--backend", default="local", show_default=True,
               help="local: cells one after another here; ray: cells as Ray tasks, one node per cell.")
@@ -34,7 +39,7 @@ PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "per_device_train_batch_
 @click.pass_context
 @reports_errors
 def sweep_command(ctx, **options):
-    """Run the workers x device-decode x repeats grid as nested train runs, then compare them.
+    """Run the workers x device-decode x strategy x batch x repeats grid as nested train runs, then compare them.
 
     Any other `--key value` (or anything after `--`) is passed to every train run.
     """
@@ -42,9 +47,11 @@ def sweep_command(ctx, **options):
 
     passthrough = []
     for name in PASSTHROUGH_OPTIONS:
-        if options.get(name) not in (None, ""):
-            passthrough += [f"--{name.replace('_', '-')}", str(options[name])]
+        if options.get(name) is not None and str(options[name]).strip():
+            passthrough += [f"--{name.replace('_', '-')}", str(options[name]).strip()]
     sweep = SweepOptions(accel=options["accel"], workers=options["workers"], device_decode=options["device_decode"],
+                         distribution_strategy=options["distribution_strategy"],
+                         per_device_train_batch_size=options["per_device_train_batch_size"] or "",
                          repeats=options["repeats"], baseline=options["baseline"],
                          experiment_name=options["experiment_name"].strip(), passthrough=passthrough + list(ctx.args),
                          backend=options["backend"], ray_address=options["ray_address"],

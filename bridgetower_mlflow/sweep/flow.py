@@ -7,14 +7,25 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..contract import NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG, RUN_NAME_TAG
+from ..contract import GAUDI_FAMILY, NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG, RUN_NAME_TAG
 from ..errors import BridgeTowerMlflowError, ConfigError
 from ..redact import first_line
 from ..tracking.runs import FAILED, FINISHED, KILLED, create_run, settle_run
 from ..tracking.store_init import ready_store
 from .backends.local import LocalBackend
-from .child import ChildResult, SweepContext, print_failure, progress_line
-from .grid import SweepPlan, parse_device_decode, parse_workers, plan_cells
+from .child import ChildResult, SweepContext, print_failure, progress_line, start_line
+from .grid import (
+    DEFAULT_STRATEGY,
+    Capabilities,
+    SweepAxes,
+    SweepCell,
+    SweepPlan,
+    parse_batches,
+    parse_device_decode,
+    parse_strategies,
+    parse_workers,
+    plan_cells,
+)
 from .process import sigterm_as_interrupt
 
 BACKENDS = ("local", "ray")
@@ -25,6 +36,8 @@ class SweepOptions:
     accel: str = "cpu"
     workers: str = "0,1,2"
     device_decode: str = "false,true"
+    distribution_strategy: str = "ddp"
+    per_device_train_batch_size: str = ""  # empty: train's default
     repeats: int = 3
     baseline: str = ""
     experiment_name: str = ""
@@ -46,15 +59,29 @@ class SweepOutcome:
         return [r for r in self.results if r.status != "FINISHED"]
 
 
+def adapter_strategies(adapter) -> tuple[str, ...]:
+    """The distribution strategies the adapter declares; while adapters declare none, the rule their recipes
+    enforce: fast_ddp is optimum-habana's, so Gaudi's alone (the Gaudi recipe still checks the installed one)."""
+    from ..accelerators.registry import family
+    from ..config import DISTRIBUTION_STRATEGIES
+
+    declared = getattr(adapter, "distribution_strategies", None)
+    if declared is not None:
+        return tuple(declared)
+    return DISTRIBUTION_STRATEGIES if family(adapter.requested) == GAUDI_FAMILY else (DEFAULT_STRATEGY,)
+
+
 def plan_sweep(options: SweepOptions) -> SweepPlan:
     """Validate the grid and ask the accelerator adapter what it can do."""
     from ..accelerators.registry import get_accelerator
     from ..config import parse_int
 
-    repeats = parse_int("repeats", options.repeats, 1)
+    axes = SweepAxes(parse_workers(options.workers), parse_device_decode(options.device_decode),
+                     parse_int("repeats", options.repeats, 1), parse_strategies(options.distribution_strategy),
+                     parse_batches(options.per_device_train_batch_size))
     adapter = get_accelerator(options.accel)
-    return plan_cells(options.accel.strip().lower(), parse_workers(options.workers),
-                      parse_device_decode(options.device_decode), repeats, adapter.device_loader is not None)
+    return plan_cells(options.accel.strip().lower(), axes,
+                      Capabilities(adapter.device_loader is not None, adapter_strategies(adapter)))
 
 
 def open_backend(options: SweepOptions, tracking_uri: str):
@@ -88,6 +115,9 @@ def open_parent(client, options: SweepOptions, plan: SweepPlan, backend: str) ->
     tags = {
         RUN_KIND_TAG: RUN_KIND_SWEEP, "sweep.accel": options.accel, "sweep.workers": str(options.workers),
         "sweep.device_decode": str(options.device_decode), "sweep.repeats": str(options.repeats),
+        "sweep.distribution_strategy": ",".join(parse_strategies(options.distribution_strategy)),
+        "sweep.per_device_train_batch_size": ",".join(
+            str(b) for b in parse_batches(options.per_device_train_batch_size) if b is not None) or "default",
         "sweep.cells": str(len(plan.cells)), "sweep.backend": backend,
     }
     ready_store()  # two sweeps (or a sweep and a train) starting on a fresh sqlite store
@@ -143,6 +173,18 @@ def _reporter(outcome: SweepOutcome, total: int, echo):
     return report
 
 
+def _starter(total: int, echo):
+    """Called once per cell as its train process starts (local backend), in the order cells start."""
+    started = 0
+
+    def start(cell: SweepCell) -> None:
+        nonlocal started
+        started += 1
+        echo(start_line(started, total, cell))
+
+    return start
+
+
 def _run_cells(backend, context: SweepContext, plan: SweepPlan, outcome: SweepOutcome, echo) -> None:
     try:
         with sigterm_as_interrupt():
@@ -168,7 +210,8 @@ def run_sweep(options: SweepOptions, client=None, echo=print) -> SweepOutcome:
         passthrough = list(options.passthrough)
         if options.experiment_name:
             passthrough += ["--experiment-name", options.experiment_name]
-        context = SweepContext(client, experiment_id, parent_id, passthrough, tracking_uri)
+        context = SweepContext(client, experiment_id, parent_id, passthrough, tracking_uri,
+                               on_start=_starter(len(plan.cells), echo))
         outcome = SweepOutcome(parent_id, [], notes)
         try:
             _run_cells(backend, context, plan, outcome, echo)

@@ -1,36 +1,71 @@
-"""The sweep grid: workers x device decode x repeats, minus what the accelerator cannot do."""
+"""The sweep grid: workers x device decode x strategy x batch x repeats, minus what the accelerator cannot do."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..compare.grouping import Setting
-from ..config import parse_bool, parse_int
+from ..config import DISTRIBUTION_STRATEGIES, parse_bool, parse_int
 from ..errors import ConfigError
+
+DEFAULT_STRATEGY = DISTRIBUTION_STRATEGIES[0]
 
 
 @dataclass(frozen=True)
 class SweepCell:
-    """One child train run of the grid."""
+    """One child train run of the grid (plain fields: the Ray backend ships it as a dict)."""
 
     accel: str
     workers: int
     device_decode: bool
     repeat: int
+    strategy: str = DEFAULT_STRATEGY
+    batch: int | None = None  # None: train's default batch size
+    named_strategy: bool = False  # the name shows the strategy (more than one was swept)
+    named_batch: bool = False  # the name shows the batch size (more than one was swept)
 
     @property
     def setting(self) -> str:
-        return Setting(self.workers, "device" if self.device_decode else "cpu").label  # compare's label
+        """The cell's label without accelerator and repeat: compare's data-loading label plus the swept axes."""
+        parts = [Setting(self.workers, "device" if self.device_decode else "cpu").label]
+        if self.named_strategy:
+            parts.append(self.strategy)
+        if self.named_batch and self.batch is not None:
+            parts.append(f"b{self.batch}")
+        return " ".join(parts)
 
     @property
     def run_name(self) -> str:
         return f"{self.accel} {self.setting} r{self.repeat}"
 
     def train_args(self) -> list[str]:
-        return [
+        args = [
             "--accel", self.accel, "--dataloader-num-workers", str(self.workers),
             "--device-decode", "true" if self.device_decode else "false", "--run-name", self.run_name,
+            "--distribution-strategy", self.strategy,
         ]
+        if self.batch is not None:
+            args += ["--per-device-train-batch-size", str(self.batch)]
+        return args
+
+
+@dataclass(frozen=True)
+class SweepAxes:
+    """The parsed values of every axis; batches [None] = train's default."""
+
+    workers: list[int]
+    decodes: list[bool]
+    repeats: int
+    strategies: tuple[str, ...] = (DEFAULT_STRATEGY,)
+    batches: tuple[int | None, ...] = (None,)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the accelerator adapter can do, as the grid needs it."""
+
+    device_decode: bool
+    strategies: tuple[str, ...] = (DEFAULT_STRATEGY,)
 
 
 @dataclass
@@ -39,10 +74,10 @@ class SweepPlan:
     notes: list[str]
 
 
-def _items(field_name: str, text) -> list[str]:
+def _items(field_name: str, text, example: str = "0,1,2") -> list[str]:
     items = [part.strip() for part in str(text).split(",") if part.strip()]
     if not items:
-        raise ConfigError(field_name, text, "allowed: a comma-separated list, e.g. 0,1,2")
+        raise ConfigError(field_name, text, f"allowed: a comma-separated list, e.g. {example}")
     return items
 
 
@@ -58,18 +93,54 @@ def parse_device_decode(text) -> list[bool]:
     return list(dict.fromkeys(values))
 
 
-def plan_cells(accel: str, workers: list[int], decodes: list[bool], repeats: int,
-               supports_device_decode: bool) -> SweepPlan:
-    """Repeat-major order, so slow drift spreads over all settings instead of one."""
-    notes = []
-    if True in decodes and not supports_device_decode:
-        notes.append(
-            f"skipped device_decode=true on {accel}: the {accel} adapter has no on-device JPEG decode "
-            f"({len(workers) * repeats} cells not run, not faked)"
-        )
+def parse_strategies(text) -> tuple[str, ...]:
+    """'ddp,fast_ddp' -> ('ddp', 'fast_ddp')."""
+    allowed = "allowed: a comma-separated list of " + ", ".join(DISTRIBUTION_STRATEGIES)
+    values = []
+    for item in _items("distribution_strategy", text, "ddp,fast_ddp"):
+        if item.lower() not in DISTRIBUTION_STRATEGIES:
+            raise ConfigError("distribution_strategy", text, allowed)
+        values.append(item.lower())
+    return tuple(dict.fromkeys(values))
+
+
+def parse_batches(text) -> tuple[int | None, ...]:
+    """'4,8' -> (4, 8); empty or None -> (None,): every cell gets train's default."""
+    if text is None or not str(text).strip():
+        return (None,)
+    items = _items("per_device_train_batch_size", text, "8,16")
+    return tuple(dict.fromkeys(parse_int("per_device_train_batch_size", item, 1) for item in items))
+
+
+def _skips(accel: str, axes: SweepAxes, can: Capabilities) -> tuple[list[bool], tuple[str, ...], list[str]]:
+    """The decodes and strategies the accelerator can run, and a note for each value it cannot."""
+    decodes, strategies, notes = list(axes.decodes), axes.strategies, []
+    per_value = len(axes.workers) * len(axes.batches) * axes.repeats
+    if True in decodes and not can.device_decode:
+        notes.append(f"skipped device_decode=true on {accel}: the {accel} adapter has no on-device JPEG decode "
+                     f"({per_value * len(strategies)} cells not run, not faked)")
         decodes = [d for d in decodes if not d]
+    for strategy in [s for s in strategies if s not in can.strategies]:
+        notes.append(f"skipped distribution_strategy={strategy} on {accel}: the {accel} adapter has no {strategy} "
+                     f"({per_value * len(decodes)} cells not run, not faked)")
+    return decodes, tuple(s for s in strategies if s in can.strategies), notes
+
+
+def plan_cells(accel: str, axes: SweepAxes, can: Capabilities) -> SweepPlan:
+    """Repeat-major order, so slow drift spreads over all settings instead of one.
+
+    Names show strategy and batch only when more than one was asked for, so one-value sweeps keep short names.
+    """
+    decodes, strategies, notes = _skips(accel, axes, can)
+    if not strategies:
+        raise ConfigError("distribution_strategy", ",".join(axes.strategies),
+                          f"allowed on {accel}: " + ", ".join(can.strategies) + " (no cell would be left to run)")
+    if not decodes:
+        raise ConfigError("device_decode", "true", f"allowed on {accel}: false (no cell would be left to run)")
+    named_strategy, named_batch = len(axes.strategies) > 1, len(axes.batches) > 1
     cells = [
-        SweepCell(accel, w, d, r)
-        for r in range(1, repeats + 1) for d in decodes for w in workers
+        SweepCell(accel, w, d, r, s, b, named_strategy, named_batch)
+        for r in range(1, axes.repeats + 1) for s in strategies for b in axes.batches for d in decodes
+        for w in axes.workers
     ]
     return SweepPlan(cells, notes)

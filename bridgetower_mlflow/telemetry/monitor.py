@@ -1,6 +1,7 @@
 """One thread that polls every sampler each interval and ships `system/` metrics through a sink.
 
-Samplers return bare names; the monitor adds `system/` once. A failing sampler is a warning and
+Samplers return bare names; the monitor adds `system/` once (and, where the job spans several nodes,
+`system/node_<n>/` for each node's host series: SeriesNames). A failing sampler is a warning and
 the others go on (telemetry fails soft). On a resumed run the series continue after their last step.
 The thread runs at a lower priority than training, named `system-monitor` where the kernel shows it.
 """
@@ -12,11 +13,38 @@ import re
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..contract import SYSTEM_PREFIX
 from .thread_priority import lower_this_thread_priority
 
 log = logging.getLogger(__name__)
+
+
+NODE_SERIES = ("cpu_utilization_percentage", "system_memory_usage_megabytes", "system_memory_usage_percentage",
+               "dataloader_workers_cpu_percentage", "dataloader_workers_count")
+JOB_SERIES = ("dataloader_workers_cpu_percentage", "dataloader_workers_count")  # the whole job's: every node's sum
+
+
+@dataclass(frozen=True)
+class SeriesNames:
+    """The keys a bare sample name is logged as. One host runs the job (node None): `system/<name>`. Else
+    `system/node_<n>/<name>` for the node's host series; rank 0's monitor (`main`) also logs its host's other
+    series as `system/<name>`, but not JOB_SERIES: those cover every node, so they are summed at the end."""
+
+    node: int | None = None
+    main: bool = True
+
+    def keys(self, name: str) -> tuple[str, ...]:
+        if self.node is None:
+            return (SYSTEM_PREFIX + name,)
+        keys = (f"{SYSTEM_PREFIX}node_{self.node}/{name}",) if name in NODE_SERIES else ()
+        return keys + ((SYSTEM_PREFIX + name,) if self.main and name not in JOB_SERIES else ())
+
+    @property
+    def kept(self) -> tuple[str, ...]:
+        """Names whose samples the monitor keeps, to be summed over the nodes."""
+        return () if self.node is None else JOB_SERIES
 
 
 def resume_step(last_steps: Mapping[str, int]) -> int:
@@ -25,12 +53,28 @@ def resume_step(last_steps: Mapping[str, int]) -> int:
     return max(steps, default=-1) + 1
 
 
+def sum_by_step(per_node) -> list[tuple[int, int, dict[str, float]]]:
+    """Kept samples of several nodes [(step, ms, {name: value})...]: the steps every node sampled, each name
+    summed over the nodes, at the earliest node's timestamp."""
+    by_node = [{step: (timestamp, values) for step, timestamp, values in samples} for samples in per_node]
+    shared = sorted(set.intersection(*(set(samples) for samples in by_node))) if by_node else []
+    summed = []
+    for step in shared:
+        names = set.intersection(*(set(samples[step][1]) for samples in by_node))
+        summed.append((step, min(samples[step][0] for samples in by_node),
+                       {name: sum(samples[step][1][name] for samples in by_node) for name in sorted(names)}))
+    return summed
+
+
 class SystemMonitor:
     """Every `interval` s: {system/<name>: value} from every sampler, one step per sample."""
 
-    def __init__(self, sink, samplers, interval: float = 2.0, last_steps: Mapping[str, int] | None = None):
+    def __init__(self, sink, samplers, interval: float = 2.0, last_steps: Mapping[str, int] | None = None,
+                 names: SeriesNames | None = None, first_step: int | None = None):
         self.sink, self.samplers, self.interval = sink, list(samplers), interval
-        self.step = resume_step(last_steps or {})
+        self.names = names or SeriesNames()
+        self.step = resume_step(last_steps or {}) if first_step is None else first_step
+        self.kept: list[tuple[int, int, dict[str, float]]] = []  # (step, ms, {name: value}) of names.kept
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="system-monitor", daemon=True)
         self._warned: set[str] = set()
@@ -43,10 +87,11 @@ class SystemMonitor:
         return self
 
     def sample_once(self) -> dict[str, float]:
+        """{bare name: value} of every sampler that answered."""
         values = {}
         for sampler in self.samplers:
             try:
-                values.update({SYSTEM_PREFIX + key: value for key, value in sampler.sample().items()})
+                values.update(sampler.sample())
             except Exception as exc:  # noqa: BLE001 - a broken sensor must not stop training
                 name = type(sampler).__name__
                 if name not in self._warned:
@@ -61,10 +106,14 @@ class SystemMonitor:
             if not values:
                 continue
             timestamp = int(time.time() * 1000)
-            for key, value in values.items():
-                self.sink.log_metric(key, value, self.step, timestamp)
-                total = self._sums.setdefault(key[len(SYSTEM_PREFIX):], [0.0, 0])
+            for name, value in values.items():
+                for key in self.names.keys(name):
+                    self.sink.log_metric(key, value, self.step, timestamp)
+                total = self._sums.setdefault(name, [0.0, 0])
                 total[0], total[1] = total[0] + value, total[1] + 1
+            kept = {name: values[name] for name in self.names.kept if name in values}
+            if kept:
+                self.kept.append((self.step, timestamp, kept))
             self.step += 1
 
     def mean(self, pattern: str) -> float | None:

@@ -1,5 +1,11 @@
-"""Rank 0's observation of its run: the system monitor and the energy window while it trains, then what they
-add at the end (FLOPs, TFLOP/s, MFU, energy, the advice line) as a pure function of what was measured."""
+"""The observation of a run: the system monitor and the energy window while it trains, then what they add at
+the end (FLOPs, TFLOP/s, MFU, energy, the advice line) as a pure function of what was measured.
+
+Rank 0 monitors its node; where the job spans several nodes, each other node's first rank monitors its own
+host too and writes `system/node_<n>/...` into the same run through its own MetricBuffer (spilled and
+replayed like rank 0's): no rank waits on another while it trains, and an outage of the tracking server
+or of a slow node costs no other node anything. The job-wide data-loader worker series are summed over
+the nodes once, at the end, in the main thread (combine_nodes: one all_gather)."""
 
 from __future__ import annotations
 
@@ -8,13 +14,37 @@ import logging
 import os
 from dataclasses import dataclass
 
-from ..contract import ADVICE_TAG, WAIT_METRIC
+from ..contract import ADVICE_TAG, SYSTEM_PREFIX, WAIT_METRIC
+from ..launch.collectives import all_gather_objects
+from ..telemetry.monitor import SeriesNames, resume_step, sum_by_step
 from .advice import RunFacts, advice
 from .efficiency import energy_metrics, flops_metrics
 
 log = logging.getLogger(__name__)
 SAMPLING_INTERVAL = float(os.environ.get("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL") or 2.0)  # MLflow's own knob
 DEVICE_UTILIZATION = r"(gpu|hpu)_\d+_utilization_percentage"
+WORKERS_CPU = "dataloader_workers_cpu_percentage"
+NODE_FLUSH_TIMEOUT = 10.0  # a node's last samples at the end; what is not sent by then is in its spill file
+
+
+@dataclass(frozen=True)
+class Peer:
+    """One rank, as every rank learns it when training starts (rank 0 adds the run and its first system step)."""
+
+    rank: int
+    node: int
+    pid: int
+    run_id: str | None = None
+    first_step: int = 0
+
+
+@dataclass(frozen=True)
+class NodeReport:
+    """What one node's monitor kept of the job-wide series: (step, ms, {name: value}), and the host's cores."""
+
+    node: int
+    cores: int
+    samples: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -26,17 +56,31 @@ class Observed:
     energy_joules: float | None = None  # over the throughput window
     energy_note: str = "no energy counter was read (system metrics were off)"
     whole_job: bool = True  # this host ran every rank
+    node_report: NodeReport | None = None  # where several nodes ran the job: this node's, for rank 0 to sum
+    host_cores: int | None = None  # of every node that ran the job (None: this host's)
 
 
 class Observation:
-    """Started before training on rank 0 (nothing elsewhere); `stop` returns what it observed."""
+    """Started before training on every rank (a collective: each learns its node's ranks); rank 0 and each other
+    node's first rank monitor their host. `stop` returns what was observed."""
 
     def __init__(self, prepared, session, ranks):
-        self.whole_job = ranks.world_size == ranks.local_world_size
-        self.monitor = self.window = None
+        self.whole_job = ranks.whole_job_here
+        self.monitor = self.window = self._node_sink = None
+        run_id = getattr(session, "run_id", None)
+        first = resume_step(session.last_steps) if session is not None else 0
+        peers = all_gather_objects(Peer(ranks.rank, ranks.node_rank, os.getpid(), run_id, first), ranks)
+        mine = [peer for peer in peers if peer.node == ranks.node_rank]
+        pids = [peer.pid for peer in mine]
         if session is not None:
-            self.monitor = _start_monitor(prepared, session, ranks)
+            names = SeriesNames() if self.whole_job else SeriesNames(ranks.node_rank)
+            self.monitor = _start_monitor(prepared, session.buffer, ranks, pids, names, first)
             self._start_window()
+        elif not self.whole_job and peers[0].run_id and ranks.rank == min(peer.rank for peer in mine):
+            self._node_sink = _node_sink(peers[0].run_id, ranks.node_rank)
+            if self._node_sink:
+                self.monitor = _start_node_monitor(self._node_sink[0], ranks.node_rank, pids, peers[0].first_step)
+        self.node = ranks.node_rank
 
     def _start_window(self) -> None:
         from ..telemetry.energy import EnergyWindow
@@ -47,15 +91,37 @@ class Observation:
     def stop(self) -> Observed:
         if self.monitor:
             self.monitor.stop()
+        if self._node_sink:
+            _close_node_sink(*self._node_sink)
         found = Observed(whole_job=self.whole_job)
         if self.monitor:
-            workers = self.monitor.mean("dataloader_workers_cpu_percentage")
-            found = dataclasses.replace(found, workers_cpu_percent=workers,
+            found = dataclasses.replace(found, workers_cpu_percent=self.monitor.mean(WORKERS_CPU),
                                         device_utilization=self.monitor.mean(DEVICE_UTILIZATION))
+            if not self.whole_job:
+                report = NodeReport(self.node, os.cpu_count() or 1, tuple(self.monitor.kept))
+                found = dataclasses.replace(found, node_report=report)
         if self.window:
             joules = self.window.joules()  # sets the window's note when it has none
             found = dataclasses.replace(found, energy_joules=joules, energy_note=self.window.note)
         return found
+
+
+def combine_nodes(observed: Observed, ranks, sink) -> Observed:
+    """Where several nodes ran the job: every node's worker series summed by step, logged as the job's
+    `system/dataloader_workers_*` through rank 0's `sink` (other ranks pass a null one), and the advice's
+    worker CPU and cores over the whole job. A collective: every rank calls it, in the main thread."""
+    if observed.whole_job or ranks.world_size == 1:
+        return observed
+    reports = [report for report in all_gather_objects(observed.node_report, ranks) if report is not None]
+    if not reports:
+        return observed
+    summed = sum_by_step([report.samples for report in reports])
+    for step, timestamp, values in summed:
+        for name, value in values.items():
+            sink.log_metric(SYSTEM_PREFIX + name, value, step, timestamp)
+    cpu = [values[WORKERS_CPU] for _, _, values in summed if WORKERS_CPU in values]
+    return dataclasses.replace(observed, workers_cpu_percent=sum(cpu) / len(cpu) if cpu else None,
+                               host_cores=sum(report.cores for report in reports))
 
 
 def findings(config, prepared, metrics: dict, observed: Observed) -> tuple[dict, dict]:
@@ -64,14 +130,14 @@ def findings(config, prepared, metrics: dict, observed: Observed) -> tuple[dict,
     energy, energy_tags = energy_metrics(observed.energy_joules, observed.energy_note, metrics, observed.whole_job)
     facts = RunFacts(
         wait_fraction=metrics.get(WAIT_METRIC, 0.0), workers=config.dataloader_num_workers,
-        workers_cpu_percent=observed.workers_cpu_percent, host_cores=os.cpu_count() or 1,
+        workers_cpu_percent=observed.workers_cpu_percent, host_cores=observed.host_cores or os.cpu_count() or 1,
         device_utilization=observed.device_utilization,
         device_decode_possible=bool(prepared.adapter.device_loader) and prepared.device_loader is None)
     return {**flops, **energy}, {**flops_tags, **energy_tags, ADVICE_TAG: advice(facts)}
 
 
-def _start_monitor(prepared, session, ranks):
-    """The monitor of this host's share of the job: its devices only, not every device the host has."""
+def _start_monitor(prepared, sink, ranks, pids, names, first_step):
+    """Rank 0's monitor of its host's share of the job: its devices only, not every device the host has."""
     from ..accelerators.registry import family
     from ..telemetry.monitor import SystemMonitor
     from ..telemetry.samplers.host_cpu import HostCpuSampler
@@ -80,8 +146,48 @@ def _start_monitor(prepared, session, ranks):
     try:
         here = dataclasses.replace(prepared.device, count=ranks.devices_here(prepared.device.count))
         gpus = here.count if family(here.kind) == "cuda" else 0
-        samplers = [HostCpuSampler(), *mlflow_collectors(gpus), *prepared.adapter.device_samplers(here)]
-        return SystemMonitor(session.buffer, samplers, SAMPLING_INTERVAL, session.last_steps).start()
+        samplers = [HostCpuSampler(*pids), *mlflow_collectors(gpus), *prepared.adapter.device_samplers(here)]
+        return SystemMonitor(sink, samplers, SAMPLING_INTERVAL, names=names, first_step=first_step).start()
     except Exception as exc:  # noqa: BLE001 - telemetry fails soft
         log.warning("system metrics disabled: %s", exc)
         return None
+
+
+def _start_node_monitor(sink, node: int, pids, first_step: int):
+    """Another node's monitor: its host's CPU and memory and its ranks' workers, as system/node_<n>/..."""
+    from ..telemetry.monitor import SystemMonitor
+    from ..telemetry.samplers.host_cpu import HostCpuSampler
+    from ..telemetry.samplers.mlflow_collectors import host_collectors
+
+    try:
+        samplers = [HostCpuSampler(*pids), *host_collectors()]
+        return SystemMonitor(sink, samplers, SAMPLING_INTERVAL, names=SeriesNames(node, main=False),
+                             first_step=first_step).start()
+    except Exception as exc:  # noqa: BLE001 - telemetry fails soft
+        log.warning("system metrics of node %d disabled: %s", node, exc)
+        return None
+
+
+def _node_sink(run_id: str, node: int):
+    """(MetricBuffer of the run, its spill lock): this node's own, spilled where rank 0's would be."""
+    from mlflow.tracking import MlflowClient
+
+    from ..tracking.metric_buffer import MetricBuffer
+    from ..tracking.session import spill_dir
+    from ..tracking.spill import hold_spill_lock
+
+    try:
+        spill = spill_dir() / f"{run_id}.node_{node}.spill.jsonl"
+        lock = hold_spill_lock(spill)
+        return MetricBuffer(MlflowClient(), run_id, spill), lock
+    except Exception as exc:  # noqa: BLE001 - telemetry fails soft
+        log.warning("system metrics of node %d disabled: %s", node, exc)
+        return None
+
+
+def _close_node_sink(buffer, lock) -> None:
+    left = buffer.close(NODE_FLUSH_TIMEOUT)
+    lock.close()
+    if left:
+        log.warning("%d system metrics of this node wait in %s (replayed by the next run here, or "
+                    "`bridgetower-mlflow upload-spill`)", left, buffer.spill_path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..contract import (
     ACCELERATOR_TAG,
     CAPTION_MATCH_METRIC,
@@ -33,15 +35,20 @@ from ..contract import (
     decode_class,
 )
 
+if TYPE_CHECKING:
+    from ..accelerators.base import DeviceInfo
+    from ..config import TrainConfig
+    from .prepare import Prepared
 
-def run_name(config, device_kind: str | None = None) -> str:
+
+def run_name(config: TrainConfig, device_kind: str | None = None) -> str:
     decode = "device" if config.device_decode else "cpu"
     devices = f" x{config.devices}" if config.devices > 1 else ""
     return config.run_name or (f"{device_kind or config.accel}{devices} {config.model} "
                                f"w{config.dataloader_num_workers} decode={decode}")
 
 
-def device_tags(device) -> dict[str, str]:
+def device_tags(device: DeviceInfo) -> dict[str, str]:
     """The `accelerator.*` and vendor `software.*` tags of what detection found."""
     tags = {
         ACCELERATOR_TAG: device.kind,
@@ -55,7 +62,7 @@ def device_tags(device) -> dict[str, str]:
     return {k: v for k, v in tags.items() if v != ""}
 
 
-def start_tags(config, prepared) -> dict:
+def start_tags(config: TrainConfig, prepared: Prepared) -> dict[str, str]:
     """Tags known before training starts: what ran, on what data, with which loader."""
     tags = {
         **device_tags(prepared.device),
@@ -77,7 +84,7 @@ def start_tags(config, prepared) -> dict:
     return tags
 
 
-def train_params(config, prepared, parameter_count: int) -> dict:
+def train_params(config: TrainConfig, prepared: Prepared, parameter_count: int) -> dict[str, Any]:
     """Every hyperparameter that shaped the run: asked-for settings, TrainingArguments, model, data, vendor."""
     data = prepared.data
     params = dict(config.to_params())
@@ -94,13 +101,13 @@ def train_params(config, prepared, parameter_count: int) -> dict:
     return params
 
 
-def _fmt(value, digits=3) -> str:
+def _fmt(value: object, digits: int = 3) -> str:
     if value is None:
         return "n/a"
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
-def describe(config, prepared, metrics: dict, input_bound: str, advice: str = "") -> str:
+def describe(config: TrainConfig, prepared: Prepared, metrics: dict[str, float], input_bound: str, advice: str = "") -> str:
     """Markdown for the run's note: the conditions first, then the headline numbers, then the advice."""
     device = prepared.device
     decode = {CPU_LOADER: "CPU workers"}.get(prepared.data_loader, prepared.data_loader)

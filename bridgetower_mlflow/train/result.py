@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 @dataclass
 class TrainResult:
     run_id: str | None
-    metrics: dict = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
     model_version: str | None = None
     spill_left: int = 0
     spill_file: str | None = None  # where they wait for `upload-spill`

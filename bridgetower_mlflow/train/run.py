@@ -30,7 +30,7 @@ from ..launch.collectives import barrier, broadcast_from_main
 from ..launch.signals import Stopped
 from ..redact import first_line
 from ..tracking.null_sink import NullSink
-from .observe import findings
+from .observe import combine_nodes, findings
 from .output_folder import writes_into
 from .record import describe, device_tags, run_name, start_tags, train_params
 from .result import TrainResult
@@ -91,6 +91,7 @@ class NullRun:
         pass
 
     def close(self, config, prepared, fitted, metrics: dict, ranks) -> TrainResult:
+        combine_nodes(fitted.observed, ranks, self.sink)  # this node's worker series, for rank 0's sum
         barrier(ranks)
         return TrainResult(self.run_id, metrics)
 
@@ -134,7 +135,8 @@ class TrackedRun:
 
     def close(self, config, prepared, fitted, metrics: dict, ranks) -> TrainResult:
         """The second visit: findings, final metrics, tags, description, the model, FINISHED."""
-        found, tags = findings(config, prepared, metrics, fitted.observed)
+        observed = combine_nodes(fitted.observed, ranks, self.sink)  # every node's workers, summed
+        found, tags = findings(config, prepared, metrics, observed)
         metrics.update(found)
         self.session.set_tags(tags)
         version = _record(config, prepared, self.session, fitted.trainer, metrics, tags[ADVICE_TAG])

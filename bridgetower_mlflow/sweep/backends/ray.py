@@ -1,25 +1,27 @@
-"""Cells as Ray tasks, one node per cell, on a cluster that already runs (`ray start`). Ray loads lazily."""
+"""Cells as Ray tasks, one node per cell, on a cluster that already runs (a plain `ray start` will do).
+Ray loads lazily."""
 
 from __future__ import annotations
 
 import logging
 import signal
 import time
-from dataclasses import dataclass, replace
+from collections import deque
+from dataclasses import dataclass
 
 import click
 
-from ...contract import HOST_NAME_TAG, PARENT_RUN_TAG, RAY_NODE_ID_TAG
 from ...errors import ConfigError
-from ..child import CELL_TAG, REPEAT_TAG, ChildResult, SweepContext, create_child, end_child
+from ..child import SweepContext, end_child
 from ..grid import SweepCell
 from . import ray_checks
+from .ray_nodes import AFFINITY, NodePool, choose_placement
+from .ray_results import INTERRUPTED, NeverScheduled, child_result, find_child, task_fields
 from .ray_task import cell_job, installed_version, run_cell_task
 
 CANCEL_GRACE_SECONDS = 15.0  # soft cancel: the task stops train's process tree and marks its run KILLED
 WAIT_SECONDS = 1.0
 RETRY_SECONDS = 3.0
-INTERRUPTED = "cancelled: the sweep was interrupted"
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ def _connect(ray, address: str) -> bool:
 
 
 class RayBackend:
-    """Submits every cell at once; Ray runs as many as the cluster has free nodes for."""
+    """Runs each cell as a Ray task on a node of its own: by node affinity, or by the `bridgetower_host` slot."""
 
     name = "ray"
 
@@ -73,17 +75,17 @@ class RayBackend:
             raise ConfigError("backend", "ray", "allowed here: local; the ray backend checks every node against "
                                                 "the driver's installed version: pip install -e . here first")
         self.ray = _import_ray()
-        self.request = ray_checks.cell_request(settings.accel_family, settings.devices, settings.exclusive_hosts)
-        self.notes = [] if settings.exclusive_hosts else [
-            "exclusive hosts off: cells may share a node, and its CPU cores, with other cells"]
+        request = ray_checks.cell_request(settings.accel_family, settings.devices)
         self.connected = _connect(self.ray, settings.address)
         try:
             nodes = [node for node in self.ray.nodes() if node.get("Alive")]
             ray_checks.check_tracking_reach(tracking_uri, {node["NodeManagerAddress"] for node in nodes})
-            ray_checks.check_feasible(self.request, nodes, settings.address)
+            ray_checks.check_feasible(request, nodes, settings.address)
         except BaseException:
             self.close()
             raise
+        self.placement = choose_placement(request, nodes, settings.exclusive_hosts)
+        self.notes = list(self.placement.notes)
 
     def close(self) -> None:
         """Disconnect if this backend connected."""
@@ -92,41 +94,51 @@ class RayBackend:
             self.ray.shutdown()
 
     def run_cells(self, context: SweepContext, cells: list[SweepCell], report) -> None:
-        """Submit all cells, report each as it ends; Ctrl-C cancels what is left and ends its runs KILLED."""
+        """Start cells as nodes free up, report each as it ends; Ctrl-C cancels what runs and ends its runs KILLED."""
         task = self.ray.remote(run_cell_task)
-        pending = {}
-        for cell in cells:
-            options = ray_checks.task_options(self.request, cell.run_name)
-            pending[task.options(**options).remote(cell_job(context, cell, self.version))] = cell
+        # In AFFINITY mode the driver holds back cells while every usable node runs one; else Ray queues them.
+        pool = NodePool(self.placement.request, self.ray.nodes) if self.placement.mode == AFFINITY else None
+        waiting, pending = deque(cells), {}
         try:
-            while pending:
+            while waiting or pending:
+                self._start_cells(task, context, waiting, pending, pool)
+                if not pending and pool:  # nothing runs and no node takes a cell: every usable node is gone
+                    for cell in waiting:
+                        report(child_result(context, cell, {"reason": pool.describe_lost()}))
+                    return
                 ready, _ = self.ray.wait(list(pending), num_returns=1, timeout=WAIT_SECONDS)
                 for ref in ready:
-                    report(self._result(context, pending.pop(ref), ref))
+                    cell, node_id = pending.pop(ref)
+                    try:
+                        fields, node_gone = task_fields(self.ray, ref)
+                    except NeverScheduled:
+                        fields, node_gone = None, True
+                        waiting.appendleft(cell)  # it never ran: no run, no log; it goes to a live node
+                    if pool and node_id:
+                        pool.release(node_id, node_gone)
+                    if fields is not None:
+                        report(child_result(context, cell, fields))
         except KeyboardInterrupt:
-            self._cancel(context, pending)
+            self._cancel(context, {ref: cell for ref, (cell, _) in pending.items()})
             raise
 
-    def _result(self, context: SweepContext, cell: SweepCell, ref) -> ChildResult:
-        exceptions = self.ray.exceptions
-        try:
-            fields = self.ray.get(ref)
-        except exceptions.TaskCancelledError:
-            fields = {"reason": INTERRUPTED, "status": "KILLED"}
-        except exceptions.RayError as exc:
-            fields = {"reason": failure_reason(exc)}
-        node = f"{fields['host']}/{fields['node_id'][:12]}" if fields.get("node_id") else ""
-        if fields.get("run_id"):  # the task ran train and ended its run itself
-            return ChildResult(cell, fields["run_id"], fields["status"], fields["returncode"],
-                               fields["samples_per_second"], fields["reason"], tuple(fields["tail"]), node)
-        status = fields.get("status", "FAILED")
-        run_id = find_child(context, cell)
-        if run_id is None and status == "KILLED":
-            return ChildResult(cell, "", status, None, reason=fields["reason"])  # never started: no run
-        if run_id is None:  # failed before train could create its run: the failure still gets one
-            run_id = create_child(replace(context, child_tags=_node_tags(fields)), cell)
-        run = end_child(context.client, run_id, status, fields["reason"])
-        return ChildResult(cell, run_id, run.info.status, None, reason=fields["reason"], node=node)
+    def _start_cells(self, task, context: SweepContext, waiting: deque, pending: dict, pool: NodePool | None) -> None:
+        while waiting:
+            node_id = pool.claim() if pool else None
+            if pool and node_id is None:
+                return  # every usable node holds a cell: the next one starts when one ends
+            strategy = self._pin(node_id) if node_id else "SPREAD"
+            cell = waiting.popleft()
+            options = ray_checks.task_options(self.placement.request, cell.run_name, strategy)
+            pending[task.options(**options).remote(cell_job(context, cell, self.version))] = (cell, node_id)
+            if node_id and context.on_start is not None:  # only a pinned cell has its node now: it starts at once
+                context.on_start(cell)
+
+    def _pin(self, node_id: str):
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        # soft=False: never elsewhere; a node gone before the task starts fails it (TaskUnschedulableError)
+        return NodeAffinitySchedulingStrategy(node_id, soft=False)
 
     def _cancel(self, context: SweepContext, pending: dict) -> None:
         # a second Ctrl-C (or SIGTERM) must not strand RUNNING runs: this cleanup is bounded
@@ -146,35 +158,3 @@ class RayBackend:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-
-
-def _node_tags(fields: dict) -> dict:
-    if not fields.get("node_id"):
-        return {}
-    return {HOST_NAME_TAG: fields["host"], RAY_NODE_ID_TAG: fields["node_id"]}
-
-
-def find_child(context: SweepContext, cell: SweepCell) -> str | None:
-    """The child run a node created for `cell`, if it got that far."""
-    query = (f"tags.`{PARENT_RUN_TAG}` = '{context.parent_run_id}' AND tags.`{CELL_TAG}` = '{cell.setting}' "
-             f"AND tags.`{REPEAT_TAG}` = '{cell.repeat}'")
-    runs = context.client.search_runs([context.experiment_id], query, max_results=1)
-    return runs[0].info.run_id if runs else None
-
-
-def failure_reason(exc: Exception) -> str:
-    """One line on why a cell's task did not come back: lost node, dead worker, or the task's own error."""
-    import ray.exceptions as errors
-
-    first = (str(exc).strip().splitlines() or [""])[0][:300]
-    if isinstance(exc, errors.NodeDiedError):
-        return f"the Ray node running the cell was lost (NodeDiedError: {first})"
-    if isinstance(exc, errors.WorkerCrashedError):
-        return "the Ray worker running the cell died (WorkerCrashedError)"
-    if isinstance(exc, errors.OutOfMemoryError):
-        return "Ray's memory monitor killed the cell (OutOfMemoryError)"
-    cause = getattr(exc, "cause", None)
-    if cause is not None:
-        detail = (str(cause).strip().splitlines() or [""])[0][:300]
-        return f"the cell's Ray task failed on its node: {type(cause).__name__}: {detail}"
-    return f"the cell's Ray task failed: {type(exc).__name__}: {first}"

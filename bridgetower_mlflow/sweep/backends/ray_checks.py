@@ -8,7 +8,7 @@ from urllib.parse import urlparse
 
 from ...errors import ConfigError
 
-HOST_RESOURCE = "bridgetower_host"  # one per node (`ray start --resources`): a cell holds its node alone
+HOST_RESOURCE = "bridgetower_host"  # optional, one per node (`ray start --resources`): a cell holds its node alone
 REMOTE_TRACKING_SCHEMES = ("http", "https", "databricks")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 PROBE_SECONDS = 5.0
@@ -58,36 +58,32 @@ def probe(address: str, endpoint: tuple[str, int]) -> None:
                           ) from None
 
 
-def cell_request(accel_family: str, devices: int, exclusive: bool) -> dict[str, float]:
-    """The Ray resources one cell holds: its accelerators (CPUs on CPU) and, by default, its node alone."""
-    request = {FAMILY_RESOURCE[accel_family]: float(devices)}
-    if exclusive:
-        request[HOST_RESOURCE] = 1.0
-    return request
+def cell_request(accel_family: str, devices: int) -> dict[str, float]:
+    """The Ray resources one cell's task holds: its accelerators (CPUs on CPU)."""
+    return {FAMILY_RESOURCE[accel_family]: float(devices)}
 
 
-def task_options(request: dict[str, float], name: str) -> dict:
+def task_options(request: dict[str, float], name: str, strategy: object = "SPREAD") -> dict:
     """ray.remote options for a cell: no retries (a retried benchmark cell would log twice)."""
     custom = {key: value for key, value in request.items() if key not in ("CPU", "GPU")}
     if "HPU" in custom:
         custom["HPU"] = int(custom["HPU"])  # Ray accepts only whole HPUs
     return {"num_cpus": request.get("CPU", 0), "num_gpus": request.get("GPU", 0), "resources": custom,
-            "max_retries": 0, "retry_exceptions": False, "scheduling_strategy": "SPREAD", "name": name}
+            "max_retries": 0, "retry_exceptions": False, "scheduling_strategy": strategy, "name": name}
 
 
 def check_feasible(request: dict[str, float], nodes: list[dict], address: str) -> None:
     """Ray leaves a request no node can meet pending for ever: refuse it while nothing has started."""
-    if any(all(node["Resources"].get(key, 0) >= value for key, value in request.items()) for node in nodes):
+    if any(node.get("Alive", True) and all(node["Resources"].get(key, 0) >= value for key, value in request.items())
+           for node in nodes):
         return
     offered = "; ".join(
-        f"{node['NodeID'][:12]}: " + ", ".join(f"{key} {value:g}" for key, value in sorted(node["Resources"].items())
-                                               if key in ("CPU", "GPU", "HPU", HOST_RESOURCE))
+        f"{node['NodeID'][:12]}: " + (", ".join(f"{key} {value:g}" for key, value in sorted(node["Resources"].items())
+                                                if key in ("CPU", "GPU", "HPU", HOST_RESOURCE)) or "nothing")
         for node in nodes) or "no alive node"
-    hint = (f"; start every node with `ray start ... --resources '{{\"{HOST_RESOURCE}\": 1}}'` "
-            "(or pass --exclusive-hosts false)") if HOST_RESOURCE in request else ""
     wanted = ", ".join(f"{key} {value:g}" for key, value in request.items())
     raise ConfigError("ray_address", address, f"allowed: a Ray cluster with a node that has {wanted} (nodes "
-                                              f"here: {offered}){hint}")
+                                              f"here: {offered})")
 
 
 def requested_devices(passthrough: list[str]) -> int:

@@ -79,22 +79,37 @@ def psutil_tree_cpu(process) -> TreeCpu:
 
 
 class HostCpuSampler:
-    """main_process_cpu_percentage, dataloader_workers_cpu_percentage and _count, process_cpu_percentage."""
+    """main_process_cpu_percentage, dataloader_workers_cpu_percentage and _count, process_cpu_percentage.
 
-    def __init__(self, pid: int | None = None):
-        self.pid = pid or os.getpid()
+    Over one training process or several (every rank of a node, each with its own workers): summed.
+    """
+
+    def __init__(self, *pids: int):
+        self.pids = pids or (os.getpid(),)
         self.peak_workers = 0
-        self._process = None
+        self._processes: dict[int, object] = {}
+        self._seen: dict[int, TreeCpu] = {}  # last reading per process: one that ended keeps its CPU seconds
         self._last = None  # (monotonic s, main CPU s, workers CPU s) at the previous sample
-        if not os.path.exists(f"/proc/{self.pid}/task/{self.pid}/children"):
+        if not os.path.exists(f"/proc/{self.pids[0]}/task/{self.pids[0]}/children"):
             import psutil
 
-            self._process = psutil.Process(self.pid)
+            self._processes = {pid: psutil.Process(pid) for pid in self.pids}
 
     def cpu_seconds(self) -> TreeCpu:
         """Cumulative. Workers restart every epoch unless persistent: the finished ones are counted through
         the parent's reaped-children times, the live ones through their own."""
-        return psutil_tree_cpu(self._process) if self._process is not None else proc_tree_cpu(self.pid)
+        main = workers = 0.0
+        live = 0
+        for pid in self.pids:
+            try:
+                found = psutil_tree_cpu(self._processes[pid]) if self._processes else proc_tree_cpu(pid)
+            except Exception:  # a rank that ended before this one: its seconds stay counted
+                if len(self.pids) == 1 or pid not in self._seen:
+                    raise
+                found = self._seen[pid]._replace(live=0)
+            self._seen[pid] = found
+            main, workers, live = main + found.main, workers + found.workers, live + found.live
+        return TreeCpu(main, workers, live)
 
     def start(self) -> None:
         main, workers, _ = self.cpu_seconds()
@@ -107,9 +122,9 @@ class HostCpuSampler:
         main, workers, count = self.cpu_seconds()
         last_t, last_main, last_workers = self._last
         elapsed = max(now - last_t, 1e-6)
-        self._last = (now, main, max(workers, last_workers))
+        self._last = (now, max(main, last_main), max(workers, last_workers))
         self.peak_workers = max(self.peak_workers, count)
-        main_pct = 100.0 * (main - last_main) / elapsed
+        main_pct = 100.0 * max(0.0, main - last_main) / elapsed
         workers_pct = 100.0 * max(0.0, workers - last_workers) / elapsed
         return {
             "main_process_cpu_percentage": main_pct,

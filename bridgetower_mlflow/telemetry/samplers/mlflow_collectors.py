@@ -57,6 +57,13 @@ def mlflow_collectors(job_gpus: int) -> list[MlflowCollector]:
     return collectors + ([gpu] if gpu else [])
 
 
+def host_collectors() -> list[MlflowCollector]:
+    """The host's CPU and memory only (what a node other than rank 0's adds to the run)."""
+    from mlflow.system_metrics.metrics.cpu_monitor import CPUMonitor
+
+    return [MlflowCollector(CPUMonitor())]
+
+
 def _gpu_collector(job_gpus: int) -> MlflowCollector | None:
     reasons = []
     try:
