@@ -21,6 +21,8 @@ Parser = Callable[[str, Any], Any]  # (field name, raw value) -> the field's val
 MODEL_PRESETS = ("tiny", "base", "large")
 DISTRIBUTION_STRATEGIES = ("ddp", "fast_ddp")
 PRECISIONS = ("auto", "fp32", "bf16")
+# fast: the project's CPU image path; study: optimum-habana's example transform (what the study measured)
+IMAGE_BACKENDS = ("fast", "study")
 
 
 def parse_bool(field_name: str, value: Any) -> bool:
@@ -168,6 +170,8 @@ class TrainConfig:
     dataloader_num_workers: int = option(1, whole(0), "data-loader worker processes per device")
     device_decode: bool = option(False, parse_bool, "decode JPEGs on the accelerator (alias mediapipe_dataloader)")
     allow_loader_fallback: bool = option(False, parse_bool, "train with the CPU loader when device decode fails")
+    image_backend: str = option("fast", choice(*IMAGE_BACKENDS), "CPU image transform: fast, or study (the "
+                                "optimum-habana example's, for the study's data-loader regime)")
     distribution_strategy: str = option("ddp", choice(*DISTRIBUTION_STRATEGIES), "ddp or fast_ddp (Gaudi)")
     devices: int = option(1, whole(1), "devices (processes); >1 launches the ranks")
     max_steps: int = option(-1, steps_or_epochs, "training steps, -1 to train by epochs")
@@ -219,6 +223,9 @@ def build_train_config(**raw: Any) -> TrainConfig:
     config = TrainConfig(**values)
     if config.register_as and not config.log_model:
         raise ConfigError("log_model", "false", "allowed: true when register_as is set (a version needs a model)")
+    if config.device_decode and config.image_backend != "fast":
+        raise ConfigError("image_backend", config.image_backend, "allowed: fast when device_decode is true (device "
+                                                                 "loaders decode on the accelerator, not with it)")
     return config
 
 

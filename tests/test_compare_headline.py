@@ -5,8 +5,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from bridgetower_mlflow.compare import records as records_module
+from bridgetower_mlflow.compare import render
 from bridgetower_mlflow.compare.command import compare_command
 from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison, run_compare
+from bridgetower_mlflow.compare.references.published import ALL_CAVEATS
+from bridgetower_mlflow.contract import PEAK_MEMORY_METRIC
 
 from fakes.synthetic_runs import TrainRunSpec, log_study_runs, log_train_run
 
@@ -79,10 +83,49 @@ def test_all_reference_adds_ci_history_gaudi3_intel_and_the_first_blog_version(s
     assert {("gaudi2", "48", v) for v in (921.069, 930.245, 918.387)} <= values
     assert ("gaudi3", "48", 783.481) in values and ("gaudi2", "40", 1031.0) in values
     assert {("gaudi2", "40", v) for v in (532.4, 639.7, 705.9, 802.1)} <= values
-    assert {("a100", "32", 188.6), ("a100", "32", 254.7)} <= values
+    assert {("a100", "32", 210.5), ("a100", "32", 296.6)} <= values
     assert all(source.startswith("published: ") for source, *_ in added)
     first_version = [p for p in every.headline if "first version" in p.section.source]
     assert first_version == []  # batch 40 vs 32: never side by side unless --allow-diff says so
+
+
+# The blog's first version, Gaudi2 b40 over A100 b32: (speedup, compared at the same setting?)
+FIRST_VERSION_PAIRS = {"w0 decode=cpu ddp": (2.53, True), "w1 decode=cpu ddp": (2.16, True),
+                       "w1 decode=cpu fast_ddp": (2.38, False), "w1 decode=device fast_ddp": (2.70, False)}
+PAIR_CAPTION = "published pair, each device at its own largest batch: gaudi2 b40 vs a100 b32"
+
+
+def _has_row(text, *parts):
+    return any(all(part in line for part in parts) for line in text.splitlines())
+
+
+def test_all_reference_shows_the_first_versions_published_pairs_in_text_markdown_and_json(store, cli):
+    result = cli("--experiment-name", "cpu-only", "--reference", "all", "--no-log")
+    assert result.exit_code == 0, result.output
+    comparison, _ = build_comparison(store[0], CompareOptions(experiment_names=("cpu-only",), reference="all"))
+    markdown = render.to_markdown(comparison, ALL_CAVEATS)
+    for text in (result.stdout, markdown):
+        assert PAIR_CAPTION in text
+        for setting, (speedup, matched) in FIRST_VERSION_PAIRS.items():
+            assert _has_row(text, setting, f"{speedup:.2f}x", "matched" if matched else "a100's fastest"), setting
+        assert _has_row(text, "w0 decode=cpu ddp", "532.4 (n=1, single run) 83.4 GB", "210.5 (n=1, single run)")
+    (pair,) = json.loads(render.to_json(comparison, ALL_CAVEATS))["published_pairs"]
+    assert (pair["gaudi"], pair["gaudi_batch"], pair["gpu"], pair["gpu_batch"]) == ("gaudi2", "40", "a100", "32")
+    assert {r["gaudi_setting"]: (round(r["speedup"], 2), r["matched"]) for r in pair["rows"]} == FIRST_VERSION_PAIRS
+    assert {r["gaudi"][PEAK_MEMORY_METRIC] for r in pair["rows"]} == {83.39}
+    assert result.stderr == ""  # one page of runs: no progress lines
+
+
+def test_reads_of_more_than_one_page_report_progress_on_stderr_only(cli, monkeypatch):
+    quiet = cli("--experiment-name", "study", "--no-log")
+    assert quiet.exit_code == 0 and quiet.stderr == ""  # one page: silent
+    monkeypatch.setattr(records_module, "PAGE_SIZE", 4)
+    result = cli("--experiment-name", "study", "--no-log")
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert lines[0] == "compare: read 4 runs so far (page 1, more to come)..."
+    assert lines[-1].startswith("compare: read 10 runs in 4 pages (")  # 4 + 4 + 2 finished, then the unfinished
+    assert "compare: read" not in result.stdout and result.stdout.startswith("10 finished train runs")
 
 
 def test_no_gaudi_gpu_pair_says_why(cli):

@@ -53,3 +53,13 @@ def test_cli_args_round_trip():
 
 def test_to_params_flattens_hf_args():
     assert TrainConfig(hf_args=("--warmup_steps", "5")).to_params()["hf_args"] == "--warmup_steps 5"
+
+
+def test_image_backend_defaults_to_fast_and_study_refuses_device_decode():
+    assert build_train_config().image_backend == "fast"
+    assert build_train_config(image_backend="Study").image_backend == "study"
+    assert TrainConfig().to_params()["image_backend"] == "fast"
+    with pytest.raises(ConfigError, match=r"^image_backend: invalid value 'bogus'; allowed: fast, study$"):
+        build_train_config(image_backend="bogus")
+    with pytest.raises(ConfigError, match=r"^image_backend: invalid value 'study'; allowed: fast when device_decode"):
+        build_train_config(image_backend="study", device_decode="true")

@@ -16,8 +16,10 @@ from . import render
 from .gate import GateResult, check_gate, gate_document, write_gate
 from .headline import build_headline
 from .options import CompareOptions, ParsedOptions, parse_options
+from .progress import ReadProgress
+from .published_pairs import build_published_pairs
 from .records import fetch_run_records
-from .references.published import ALL_CAVEATS, reference_notes, reference_records
+from .references.published import ALL_CAVEATS, OWN_LARGEST_BATCH_SOURCES, reference_notes, reference_records
 from .scope import CompareScope, nothing_matched, resolve_scope
 from .speedups import Comparison, build_sections
 
@@ -55,6 +57,7 @@ def build_comparison(client, options: CompareOptions, parsed: ParsedOptions | No
         sections=sections, baseline=parsed.baseline, allow_diff=parsed.allow_diff,
         run_count=len(fetched.records), left_out=dict(fetched.left_out), experiments=scope.describe(),
         headline=build_headline(sections), prices=parsed.prices,
+        published_pairs=build_published_pairs(sections, OWN_LARGEST_BATCH_SOURCES),
     )
     if parsed.baseline is None:
         comparison.notes.append("Baseline per configuration: a100 where present, else the first accelerator.")
@@ -69,7 +72,7 @@ def _fetch(client, scope: CompareScope):
     from mlflow.exceptions import MlflowException
 
     try:
-        return fetch_run_records(client, scope.experiment_ids, scope.filter_string)
+        return fetch_run_records(client, scope.experiment_ids, scope.filter_string, progress=ReadProgress())
     except MlflowException as exc:
         if exc.error_code != "INVALID_PARAMETER_VALUE":
             raise

@@ -68,6 +68,7 @@ class GroupStats:
     data_loaders: set[str] = field(default_factory=set)
     device_names: set[str] = field(default_factory=set)
     efficiency: dict[str, list[float]] = field(default_factory=dict)  # EFFICIENCY_FIELDS -> values
+    peak_memory: list[float] = field(default_factory=list)  # device_peak_memory_gb of the runs that logged it
 
     @property
     def n(self) -> int:
@@ -81,6 +82,11 @@ class GroupStats:
     def efficiency_median(self, name: str) -> float | None:
         """Median of one EFFICIENCY_FIELDS metric over the runs that have it."""
         return median_or_none(self.efficiency.get(name))
+
+    @property
+    def peak_memory_gb(self) -> float | None:
+        """The highest device peak memory of the cell's runs (what a capacity question needs); None if none."""
+        return max(self.peak_memory) if self.peak_memory else None
 
     @property
     def median(self) -> float:
@@ -125,6 +131,8 @@ def group_records(records: list[RunRecord]) -> list[GroupStats]:
         group.data_loaders.add(record.data_loader)
         if record.device_name:
             group.device_names.add(record.device_name)
+        if record.device_peak_memory_gb is not None:
+            group.peak_memory.append(record.device_peak_memory_gb)
         for name in EFFICIENCY_FIELDS:
             if getattr(record, name) is not None:
                 group.efficiency.setdefault(name, []).append(getattr(record, name))

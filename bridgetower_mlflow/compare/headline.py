@@ -15,6 +15,23 @@ MATCHED_RULE = ("matched = the same workers and decode class on both, at the set
 
 
 @dataclass(frozen=True)
+class SettingPair:
+    """One Gaudi cell against one GPU cell at the same data-loading setting."""
+
+    setting: Setting
+    gaudi: GroupStats
+    gpu: GroupStats
+
+    @property
+    def speedup(self) -> float | None:
+        return ratio(self.gaudi.median, self.gpu.median)
+
+    @property
+    def within_noise(self) -> bool:
+        return within_noise(self.gaudi, self.gpu)
+
+
+@dataclass(frozen=True)
 class HeadlinePair:
     """One Gaudi column against one GPU column of one configuration section."""
 
@@ -27,6 +44,7 @@ class HeadlinePair:
     matched_gpu: GroupStats | None
     best_gaudi: GroupStats
     best_gpu: GroupStats
+    every_setting: tuple[SettingPair, ...] = ()  # every setting both ran, in the section's order
 
     @property
     def matched_speedup(self) -> float | None:
@@ -66,6 +84,7 @@ def _pair(index: int, section: ConfigSection, gaudi: str, gpu: str) -> HeadlineP
         matched_gaudi=matched.cells[gaudi] if matched else None,
         matched_gpu=matched.cells[gpu] if matched else None,
         best_gaudi=best[gaudi], best_gpu=best[gpu],
+        every_setting=tuple(SettingPair(row.setting, row.cells[gaudi], row.cells[gpu]) for row in shared),
     )
 
 

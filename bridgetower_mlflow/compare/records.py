@@ -15,6 +15,7 @@ from ..contract import (
     JOULES_PER_SAMPLE_METRIC,
     MFU_METRIC,
     PARENT_RUN_TAG,
+    PEAK_MEMORY_METRIC,
     PRECISION_TAG,
     RUN_KIND_TAG,
     RUN_KIND_TRAIN,
@@ -64,6 +65,7 @@ class RunRecord:
     model_tflops_per_second: float | None = None  # efficiency metrics: only where train measured them
     mfu: float | None = None
     joules_per_sample: float | None = None
+    device_peak_memory_gb: float | None = None  # the main device's peak, where the device reports one
 
 
 @dataclass
@@ -123,6 +125,7 @@ def record_from_run(run) -> RunRecord | None:
         model_tflops_per_second=metrics.get(TFLOPS_METRIC),
         mfu=metrics.get(MFU_METRIC),
         joules_per_sample=metrics.get(JOULES_PER_SAMPLE_METRIC),
+        device_peak_memory_gb=metrics.get(PEAK_MEMORY_METRIC),
     )
 
 
@@ -131,24 +134,29 @@ def combine_filters(*filters: str | None) -> str:
     return " AND ".join(part.strip() for part in filters if part and part.strip())
 
 
-def iterate_runs(client, experiment_ids, filter_string: str, page_size: int = PAGE_SIZE):
-    """Every run matching the filter, page by page, without building a DataFrame."""
+def iterate_runs(client, experiment_ids, filter_string: str, page_size: int | None = None, progress=None):
+    """Every run matching the filter, page by page, without building a DataFrame.
+
+    `progress` (a progress.ReadProgress) hears of each page as it arrives.
+    """
     token = None
     while True:
         page = client.search_runs(
-            experiment_ids, filter_string=filter_string, max_results=page_size, page_token=token
+            experiment_ids, filter_string=filter_string, max_results=page_size or PAGE_SIZE, page_token=token
         )
-        yield from page
         token = page.token
+        if progress is not None:
+            progress.page(len(page), more=bool(token))
+        yield from page
         if not token:
             return
 
 
-def fetch_run_records(client, experiment_ids, extra_filter: str = "") -> FetchedRuns:
+def fetch_run_records(client, experiment_ids, extra_filter: str = "", progress=None) -> FetchedRuns:
     """Finished train runs as RunRecords; unfinished/failed ones counted by status."""
     fetched = FetchedRuns()
     finished = combine_filters(TRAIN_FILTER, "attributes.status = 'FINISHED'", extra_filter)
-    for run in iterate_runs(client, experiment_ids, finished):
+    for run in iterate_runs(client, experiment_ids, finished, progress=progress):
         try:
             record = record_from_run(run)
         except (TypeError, ValueError):
@@ -160,8 +168,10 @@ def fetch_run_records(client, experiment_ids, extra_filter: str = "") -> Fetched
         else:
             fetched.records.append(record)
     others = combine_filters(TRAIN_FILTER, "attributes.status != 'FINISHED'", extra_filter)
-    for run in iterate_runs(client, experiment_ids, others):
+    for run in iterate_runs(client, experiment_ids, others, progress=progress):
         fetched.left_out[run.info.status] += 1
+    if progress is not None:
+        progress.done()
     return fetched
 
 

@@ -6,33 +6,42 @@ import csv
 import io
 import json
 
-from ..contract import THROUGHPUT_METRIC
+from ..contract import PEAK_MEMORY_METRIC, THROUGHPUT_METRIC
 from .cost import usd_per_million_samples
 from .grouping import CONFIG_KEYS, EFFICIENCY_FIELDS, SHORT_KEY_NAMES
-from .headline import absent_pair_note
+from .headline import SettingPair, absent_pair_note
+from .published_pairs import PAIR_RULE, PublishedPair, setting_text
 from .speedups import Comparison, ConfigSection
 from .stats import within_noise
-from .tables import headline_table, section_heading, section_tables
+from .tables import (
+    every_setting_table,
+    headline_table,
+    published_pair_table,
+    section_heading,
+    section_tables,
+)
 
 METRIC_NOTE = (
     "Throughput = train_samples_per_second (global over all devices, warmup steps excluded); "
     "cells show the median of n repeats, min-max, and from 5 runs MLPerf's olympic average (best and "
     "worst dropped); speedups are ratios of medians; '~noise': the two cells' min-max ranges overlap; "
-    "a single run has no range."
+    "a single run has no range; 'GB' beside a cell: the highest device_peak_memory_gb of its runs (one device)."
 )
 CSV_FIELDS = (
     "section", "source", "throughput_warmup_steps", *CONFIG_KEYS, "accelerator", "column", "setting",
     "dataloader_num_workers", "decode", "data_loaders", "device_names", "n", "median", "min", "max",
     "baseline_column", "speedup_vs_baseline", "speedup_vs_w0_cpu_decode", "best_for_column",
     "best_vs_baseline_best", "run_ids", "olympic_mean", "speedup_vs_baseline_within_noise",
-    *EFFICIENCY_FIELDS, "usd_per_million_samples",
+    *EFFICIENCY_FIELDS, "usd_per_million_samples", PEAK_MEMORY_METRIC,
 )
 Table = tuple[str, list[str], list[list[str]]]
 
 
 def headline_tables(comparison: Comparison) -> list[Table]:
-    """The headline table, or none (the summary then says why)."""
-    return [headline_table(comparison.headline, comparison.prices)] if comparison.headline else []
+    """The headline table and every shared setting below it, or none (the summary then says why)."""
+    if not comparison.headline:
+        return []
+    return [headline_table(comparison.headline, comparison.prices), every_setting_table(comparison.headline)]
 
 
 def _summary_lines(comparison: Comparison) -> list[str]:
@@ -61,6 +70,11 @@ def _blocks(comparison: Comparison, caveats: dict) -> list[tuple[str, list[str],
     """(heading, lines before, tables, lines after): the headline first, then every section."""
     absent = [] if comparison.headline else [absent_pair_note(comparison.sections)]
     blocks = [("Headline: Gaudi vs GPU", absent, headline_tables(comparison), [])]
+    if comparison.published_pairs:
+        sources = sorted({pair.source for pair in comparison.published_pairs})
+        blocks.append(("Published pairs across batch sizes",
+                       [PAIR_RULE], [published_pair_table(pair) for pair in comparison.published_pairs],
+                       [line for source in sources for line in caveats.get(source, ())]))
     for index, section in enumerate(comparison.sections, 1):
         after = list(caveats.get(section.source, ())) if section.published else []
         blocks.append((section_heading(section, index), _differences(section),
@@ -112,6 +126,7 @@ def _group_row(comparison: Comparison, index: int, section: ConfigSection, row, 
         "speedup_vs_baseline_within_noise": within_noise(group, base) if column != section.baseline_column else None,
         **{name: group.efficiency_median(name) for name in EFFICIENCY_FIELDS},
         "usd_per_million_samples": usd_per_million_samples(group, comparison.prices),
+        PEAK_MEMORY_METRIC: group.peak_memory_gb,
     }
 
 
@@ -131,6 +146,27 @@ def to_csv(comparison: Comparison) -> str:
     return buffer.getvalue()
 
 
+def _cell_record(group) -> dict:
+    return {"median": group.median, "n": group.n, "min": group.minimum, "max": group.maximum,
+            PEAK_MEMORY_METRIC: group.peak_memory_gb, "run_ids": list(group.run_ids)}
+
+
+def _setting_record(shared: SettingPair) -> dict:
+    return {"setting": shared.setting.label, "gaudi": _cell_record(shared.gaudi), "gpu": _cell_record(shared.gpu),
+            "speedup": shared.speedup, "within_noise": shared.within_noise}
+
+
+def published_pair_records(pairs: list[PublishedPair]) -> list[dict]:
+    """The published pairs across batch sizes as plain numbers (JSON)."""
+    return [{
+        "source": pair.source, "caption": pair.caption, "gaudi": pair.gaudi, "gpu": pair.gpu,
+        "gaudi_batch": pair.gaudi_batch, "gpu_batch": pair.gpu_batch, "rule": PAIR_RULE,
+        "rows": [{"gaudi_setting": setting_text(row.gaudi), "gpu_setting": setting_text(row.gpu),
+                  "matched": row.matched, "speedup": row.speedup, "within_noise": row.within_noise,
+                  "gaudi": _cell_record(row.gaudi), "gpu": _cell_record(row.gpu)} for row in pair.rows],
+    } for pair in pairs]
+
+
 def headline_records(comparison: Comparison) -> list[dict]:
     """The headline pairs as plain numbers (JSON)."""
     return [{
@@ -141,6 +177,7 @@ def headline_records(comparison: Comparison) -> list[dict]:
         "best_vs_best": pair.best_speedup, "best_within_noise": pair.best_within_noise,
         "gaudi_best_usd_per_million_samples": usd_per_million_samples(pair.best_gaudi, comparison.prices),
         "gpu_best_usd_per_million_samples": usd_per_million_samples(pair.best_gpu, comparison.prices),
+        "every_setting": [_setting_record(shared) for shared in pair.every_setting],
     } for pair in comparison.headline]
 
 
@@ -159,6 +196,7 @@ def to_json(comparison: Comparison, caveats=None) -> str:
         "allow_diff": list(comparison.allow_diff), "run_count": comparison.run_count,
         "left_out": dict(comparison.left_out), "experiments": comparison.experiments,
         "notes": comparison.notes, "headline": headline_records(comparison),
+        "published_pairs": published_pair_records(comparison.published_pairs),
         "prices": {"usd_per_device_hour": comparison.prices.usd_per_device_hour,
                    "source": comparison.prices.source},
         "sections": sections,

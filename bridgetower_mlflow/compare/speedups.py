@@ -169,4 +169,5 @@ class Comparison:
     experiments: list[str]
     notes: list[str] = field(default_factory=list)
     headline: list = field(default_factory=list)  # headline.HeadlinePair, built from the sections
+    published_pairs: list = field(default_factory=list)  # published_pairs.PublishedPair, across batch sizes
     prices: PriceList = field(default_factory=PriceList)

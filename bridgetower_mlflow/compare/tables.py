@@ -5,6 +5,7 @@ from __future__ import annotations
 from .cost import PriceList, usd_per_million_samples
 from .grouping import GroupStats, Setting
 from .headline import MATCHED_RULE, HeadlinePair
+from .published_pairs import PublishedPair, setting_text
 from .speedups import ConfigSection
 from .stats import within_noise
 
@@ -24,8 +25,12 @@ def format_speedup(value: float | None, noisy: bool = False) -> str:
     return f"{value:.2f}x" + (NOISE_MARK if noisy else "")
 
 
-def format_cell(group: GroupStats, loaders: bool = True) -> str:
-    """`median (n, min-max[, olympic])`; a single run says so."""
+def format_memory(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f} GB"
+
+
+def format_cell(group: GroupStats, loaders: bool = True, memory: bool = True) -> str:
+    """`median (n, min-max[, olympic])[ loader][ peak GB]`; a single run says so."""
     if group.n == 1:
         text = f"{format_number(group.median)} (n=1, {SINGLE_RUN})"
     else:
@@ -34,6 +39,8 @@ def format_cell(group: GroupStats, loaders: bool = True) -> str:
         text += f", olympic {format_number(group.olympic)})" if group.olympic is not None else ")"
     if loaders and group.setting.decode == "device":
         text += " " + "/".join(sorted(group.data_loaders))
+    if memory and group.peak_memory_gb is not None:
+        text += " " + format_memory(group.peak_memory_gb)
     return text
 
 
@@ -61,11 +68,11 @@ def headline_table(pairs: list[HeadlinePair], prices: PriceList) -> tuple[str, l
     for pair in pairs:
         row = [f"[{pair.section_index}] " + ("PUBLISHED" if pair.section.published else "measured"),
                f"{pair.gaudi} vs {pair.gpu}", pair.matched_setting.label if pair.matched_setting else "none shared",
-               format_cell(pair.matched_gaudi, loaders=False) if pair.matched_gaudi else "-",
-               format_cell(pair.matched_gpu, loaders=False) if pair.matched_gpu else "-",
+               format_cell(pair.matched_gaudi, loaders=False, memory=False) if pair.matched_gaudi else "-",
+               format_cell(pair.matched_gpu, loaders=False, memory=False) if pair.matched_gpu else "-",
                format_speedup(pair.matched_speedup, pair.matched_within_noise),
-               f"{pair.best_gaudi.setting.label}: {format_cell(pair.best_gaudi, loaders=False)}",
-               f"{pair.best_gpu.setting.label}: {format_cell(pair.best_gpu, loaders=False)}",
+               f"{pair.best_gaudi.setting.label}: {format_cell(pair.best_gaudi, loaders=False, memory=False)}",
+               f"{pair.best_gpu.setting.label}: {format_cell(pair.best_gpu, loaders=False, memory=False)}",
                format_speedup(pair.best_speedup, pair.best_within_noise)]
         if prices:
             gaudi_cost = usd_per_million_samples(pair.best_gaudi, prices)
@@ -75,6 +82,34 @@ def headline_table(pairs: list[HeadlinePair], prices: PriceList) -> tuple[str, l
         rows.append(row)
     caption = f"Each Gaudi against each GPU in one configuration, samples/s ({MATCHED_RULE})"
     return caption, headers, rows
+
+
+def _strategies(first: GroupStats, second: GroupStats) -> str:
+    names = [g.config.get("distribution_strategy", "") for g in (first, second)]
+    return names[0] if names[0] == names[1] else " / ".join(names)
+
+
+def every_setting_table(pairs: list[HeadlinePair]) -> tuple[str, list[str], list[list[str]]]:
+    """Each Gaudi column against each GPU column at every setting both ran, whatever the baseline."""
+    rows = [[f"{pair.gaudi} vs {pair.gpu}",
+             f"[{pair.section_index}] " + ("PUBLISHED" if pair.section.published else "measured"),
+             shared.setting.label, _strategies(shared.gaudi, shared.gpu),
+             format_cell(shared.gaudi, loaders=False), format_cell(shared.gpu, loaders=False),
+             format_speedup(shared.speedup, shared.within_noise)]
+            for pair in pairs for shared in pair.every_setting]
+    return ("Each Gaudi against each GPU at every setting both ran, samples/s (median, n repeats, min-max)",
+            ["pair", "section", "setting", "strategy", "gaudi", "gpu", "gaudi/gpu"], rows)
+
+
+def published_pair_table(pair: PublishedPair) -> tuple[str, list[str], list[list[str]]]:
+    """A published Gaudi-vs-GPU pair across batch sizes, one row per Gaudi setting."""
+    rows = [[setting_text(row.gaudi), format_cell(row.gaudi, loaders=False), setting_text(row.gpu),
+             format_cell(row.gpu, loaders=False), format_speedup(row.speedup, row.within_noise),
+             "matched" if row.matched else f"{pair.gpu}'s fastest ({pair.gpu} did not run this setting)"]
+            for row in pair.rows]
+    caption = f"{pair.caption} ({short_source(pair.source)}), samples/s"
+    return caption, [f"{pair.gaudi} setting", pair.gaudi, f"{pair.gpu} setting", pair.gpu,
+                     f"{pair.gaudi}/{pair.gpu}", "compared with"], rows
 
 
 def _base_cell(section: ConfigSection, column: str) -> GroupStats | None:

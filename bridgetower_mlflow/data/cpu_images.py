@@ -72,10 +72,17 @@ def describe_source(source) -> str:
     return str(getattr(source, "filename", None) or source)
 
 
-def cpu_loader_name() -> str:
-    """The data_loader tag's value for CPU decoding: OpenCV's fast path, or the Pillow fallback."""
+# The data_loader tag of image_backend=study (data/study_images.py); defined here, not in contract.py,
+# until contract.py (another owner's) takes it in beside CPU_LOADER
+CPU_STUDY_LOADER = "torch-cpu-study"
+
+
+def cpu_loader_name(image_backend: str = "fast") -> str:
+    """The data_loader tag's value for CPU decoding: OpenCV's fast path, the Pillow fallback, or the study's."""
     from .. import contract  # here, not at the top: a served model ships this module without contract.py
 
+    if image_backend == "study":
+        return CPU_STUDY_LOADER
     return contract.CPU_LOADER if BACKEND == "opencv" else contract.CPU_PILLOW_LOADER
 
 
@@ -206,11 +213,15 @@ class ImageTransform:
     def __init__(self, image_column: str, image_size: int):
         self.image_column, self.image_size = image_column, image_size
 
+    def pixels(self, source) -> np.ndarray:
+        """One image as the worker ships it (a subclass may ship another transform's pixels)."""
+        return resize_center_crop(source, self.image_size)
+
     def __call__(self, batch: dict) -> dict:
         pixels, errors = [], []
         for source in batch[self.image_column]:
             try:
-                pixels.append(resize_center_crop(source, self.image_size))
+                pixels.append(self.pixels(source))
             except ImageDecodeError as exc:
                 pixels.append(None)
                 errors.append(str(exc))

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 from ..errors import DataError
 from ..redact import first_line
-from .cpu_images import ImageTransform
+from .cpu_images import ImageSpec, ImageTransform
 from .sample import default_sample_dir, describe_os_error, generate_sample_set
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -112,9 +112,24 @@ def _text_rows(split, caption_column: str) -> list[dict]:
     return split.select_columns(keep).to_list()
 
 
-def prepare_data(config, tokenizer, image_size: int) -> PreparedData:
-    """Load, split, tokenize (padded to max length) and attach the image transform."""
+def image_transform(image_backend: str, image_column: str, image: ImageSpec) -> ImageTransform:
+    """The workers' per-row transform of `image_backend`: the fast CPU path, or the study's."""
+    if image_backend == "study":
+        from .study_images import StudyImageTransform
+
+        return StudyImageTransform(image_column, image)
+    return ImageTransform(image_column, image.size)
+
+
+def prepare_data(config, tokenizer, image: ImageSpec | int) -> PreparedData:
+    """Load, split, tokenize (padded to max length) and attach the image transform of config.image_backend.
+
+    `image` is the model's ImageSpec (a bare size: CLIP's mean and std)."""
     import datasets
+
+    image = image if isinstance(image, ImageSpec) else ImageSpec(image)
+    # a config without the field (a benchmark's namespace) gets the default path
+    transform = image_transform(getattr(config, "image_backend", "fast"), config.image_column, image)
 
     splits, source = _load_dataset_dict(config.dataset, config.dataset_config)
     splits = _ensure_splits(splits, config.seed)
@@ -138,7 +153,7 @@ def prepare_data(config, tokenizer, image_size: int) -> PreparedData:
     for split in (train, validation):
         drop = [c for c in split.column_names if c not in keep]
         split = split.map(tokenize, batched=True, remove_columns=drop, desc="tokenize")
-        prepared.append(split.with_transform(ImageTransform(config.image_column, image_size)))
+        prepared.append(split.with_transform(transform))
     train_fp = _fingerprint(source, _text_rows(train, config.caption_column)[:2000], config.caption_column)
     return PreparedData(
         train=prepared[0], validation=prepared[1], validation_rows=validation_rows, source=source,

@@ -34,8 +34,9 @@ PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "devices", "image_backen
               help="local: cells one after another here; ray: cells as Ray tasks, one node per cell.")
 @dual_option("ray_address", default="auto", show_default=True,
              help="With --backend ray: auto (this machine's cluster, or RAY_ADDRESS), host:port or ray://host:port.")
-@bool_option("exclusive_hosts", "With --backend ray: each cell holds its node alone (a per-node "
-                                "`bridgetower_host` resource), so no two cells share CPU cores.", default="true")
+@bool_option("exclusive_hosts", "With --backend ray: each cell holds its node alone, so no two cells share CPU "
+                                "cores (by node affinity; by the `bridgetower_host` slot where nodes have one).",
+             default="true")
 @click.pass_context
 @reports_errors
 def sweep_command(ctx, **options):

@@ -7,7 +7,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..contract import GAUDI_FAMILY, NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG, RUN_NAME_TAG
+from ..contract import NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG, RUN_NAME_TAG
 from ..errors import BridgeTowerMlflowError, ConfigError
 from ..redact import first_line
 from ..tracking.runs import FAILED, FINISHED, KILLED, create_run, settle_run
@@ -15,7 +15,6 @@ from ..tracking.store_init import ready_store
 from .backends.local import LocalBackend
 from .child import ChildResult, SweepContext, print_failure, progress_line, start_line
 from .grid import (
-    DEFAULT_STRATEGY,
     Capabilities,
     SweepAxes,
     SweepCell,
@@ -60,15 +59,8 @@ class SweepOutcome:
 
 
 def adapter_strategies(adapter) -> tuple[str, ...]:
-    """The distribution strategies the adapter declares; while adapters declare none, the rule their recipes
-    enforce: fast_ddp is optimum-habana's, so Gaudi's alone (the Gaudi recipe still checks the installed one)."""
-    from ..accelerators.registry import family
-    from ..config import DISTRIBUTION_STRATEGIES
-
-    declared = getattr(adapter, "distribution_strategies", None)
-    if declared is not None:
-        return tuple(declared)
-    return DISTRIBUTION_STRATEGIES if family(adapter.requested) == GAUDI_FAMILY else (DEFAULT_STRATEGY,)
+    """The distribution strategies the adapter can train with (its recipe still checks the installed stack)."""
+    return tuple(adapter.distribution_strategies)
 
 
 def plan_sweep(options: SweepOptions) -> SweepPlan:

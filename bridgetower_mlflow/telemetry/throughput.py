@@ -55,9 +55,26 @@ class ThroughputCallback(TrainerCallback):
         self.window = None  # an EnergyWindow, read at the same instants as the clock
         self._last = None  # (time, step, wait) at the previous logging step
 
-    def _wait(self) -> float:
+    def wait_seconds(self) -> float:
+        """Seconds the training loop has waited for batches so far."""
         loader = self.loader_ref()
         return loader.wait_seconds if loader is not None else 0.0
+
+    def steady_rate(self, now: float, step: int) -> float | None:
+        """Samples/s of the whole job over the window up to `now` (at `step`); None before a step past the warmup.
+
+        Rank 0's window with every rank's samples: the live estimate of what `combine_ranks` reports.
+        """
+        measured = step - self.start_step - self.warmup_steps
+        if self.t_warm is None or measured <= 0 or now <= self.t_warm:
+            return None
+        return measured * self.samples_per_step / (now - self.t_warm)
+
+    def window_wait_fraction(self, now: float) -> float:
+        """This rank's loader wait over the window up to `now` (over every step before the window opens)."""
+        start, waited = (self.t_warm, self.wait_warm) if self.t_warm is not None else (self.t_begin, 0.0)
+        seconds = now - start
+        return min(1.0, (self.wait_seconds() - waited) / seconds) if seconds > 0 else 0.0
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.start_step = state.global_step  # > 0 when resuming from a checkpoint
@@ -69,7 +86,7 @@ class ThroughputCallback(TrainerCallback):
             self._open_window(self.t_begin)
 
     def _open_window(self, now: float) -> None:
-        self.t_warm, self.wait_warm = now, self._wait()
+        self.t_warm, self.wait_warm = now, self.wait_seconds()
         if self.window:
             self.window.start()
 
@@ -79,7 +96,7 @@ class ThroughputCallback(TrainerCallback):
             self._open_window(now)
         if step % self.logging_steps == 0 and self._last is not None:
             t_prev, step_prev, wait_prev = self._last
-            elapsed, wait = now - t_prev, self._wait()
+            elapsed, wait = now - t_prev, self.wait_seconds()
             if elapsed > 0 and step > step_prev:
                 self.sink.log_metric(STEP_THROUGHPUT_METRIC,
                                      (step - step_prev) * self.samples_per_step / elapsed, step)
@@ -100,7 +117,7 @@ class ThroughputCallback(TrainerCallback):
     def result(self, per_rank_samples_per_step: int) -> RankThroughput:
         """This rank's window (steps 0 when a resumed run had no step left past the warmup)."""
         steps = self.final_step - self.start_step - self.warmup_steps
-        total_wait = self._wait()
+        total_wait = self.wait_seconds()
         if self.t_warm is None or steps <= 0:
             steps, t_warm, wait_warm = 0, self.t_end, total_wait
         else:

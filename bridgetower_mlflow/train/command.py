@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config import TrainConfig
+    from ..launch.signals import Stopped
+
 import sys
 from pathlib import Path
 
@@ -12,7 +19,7 @@ from ..config import SCHEMA, build_train_config
 from ..errors import TrackingError
 
 
-def train_options(command):
+def train_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """`--a-b` and `--a_b` for every field (mlflow run appends undeclared -P values as `--a_b`)."""
     for spec in reversed(SCHEMA):
         command = dual_option(spec.name, default=None,
@@ -24,7 +31,7 @@ def train_options(command):
 @click.command("train", context_settings=CONTEXT)
 @train_options
 @reports_errors
-def train_command(**options):
+def train_command(**options: Any) -> None:
     """One fully tracked fine-tuning run on one accelerator kind."""
     config = build_train_config(**options)
     setup_logging()
@@ -47,11 +54,12 @@ def train_command(**options):
                             f"upload-spill {result.spill_file}")
 
 
-def stopped_line(config, exc) -> str:
+def stopped_line(config: TrainConfig, exc: Stopped) -> str:
     """`train: stopped by SIGTERM at step 12; run abc is KILLED; resume with: bridgetower-mlflow train ...`."""
     from .resume import has_complete_checkpoint, resume_hint
 
     at = f" at step {exc.step}" if exc.step is not None else ""
-    run = f"; run {exc.run_id} is KILLED" if getattr(exc, "run_id", None) else ""
-    folder = str(Path(config.output_dir) / exc.run_id) if getattr(exc, "run_id", None) else config.output_dir
+    run_id = getattr(exc, "run_id", None)
+    run = f"; run {run_id} is KILLED" if run_id else ""
+    folder = str(Path(config.output_dir) / run_id) if run_id else config.output_dir
     return f"train: {exc}{at}{run}; {resume_hint(config, has_complete_checkpoint(folder))}"

@@ -4,6 +4,11 @@ and the device energy of the measured window. Unknown is said, never guessed (mf
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .prepare import Prepared
+
 import logging
 
 from ..accelerators.peaks import dense_peak
@@ -23,13 +28,14 @@ from ..contract import (
 log = logging.getLogger(__name__)
 
 
-def peak_precision(prepared) -> str:
+def peak_precision(prepared: Prepared) -> str:
     """The precision the matmuls ran in: fp32 runs on Ampere and newer use TF32 tensor cores when enabled."""
     precision = prepared.recipe.precision
     return "tf32" if precision == "fp32" and getattr(prepared.args, "tf32", False) else precision
 
 
-def flops_metrics(prepared, metrics: dict, devices: int, seq_len: int) -> tuple[dict, dict]:
+def flops_metrics(prepared: Prepared, metrics: dict[str, float], devices: int, seq_len: int
+                  ) -> tuple[dict[str, float], dict[str, str]]:
     """(metrics, tags): model_flops_per_sample, train_model_tflops_per_second(_per_device), train_mfu or mfu.note."""
     from ..telemetry.flops import flops_per_sample
 
@@ -52,7 +58,8 @@ def flops_metrics(prepared, metrics: dict, devices: int, seq_len: int) -> tuple[
     return out, {}
 
 
-def energy_metrics(joules: float | None, note: str, metrics: dict, whole_job: bool) -> tuple[dict, dict]:
+def energy_metrics(joules: float | None, note: str, metrics: dict[str, float], whole_job: bool
+                   ) -> tuple[dict[str, float], dict[str, str]]:
     """(metrics, tags): train_energy_joules and train_joules_per_sample over the window, or energy.note."""
     if not whole_job:
         return {}, {ENERGY_NOTE_TAG: "the run spans several hosts; the counters read here cover only this one"}

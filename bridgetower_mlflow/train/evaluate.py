@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config import TrainConfig
+    from .prepare import Prepared
+
 import logging
 
 import numpy as np
@@ -14,17 +21,17 @@ RECALL_KS = (1, 5)
 log = logging.getLogger(__name__)
 
 
-def keep_embeddings(logits, labels=None):
+def keep_embeddings(logits: Any, labels: Any = None) -> Any:
     """preprocess_logits_for_metrics: keep [B, 2, D] (text, image) of BridgeTower's [B, 3, D] logits."""
     if isinstance(logits, tuple):
         logits = logits[0]
     return logits[:, :2, :]
 
 
-def retrieval_metrics_fn(captions: list[str]):
+def retrieval_metrics_fn(captions: list[str]) -> Callable[[Any], dict[str, float]]:
     """compute_metrics for Trainer.evaluate over the validation split, in dataset order."""
 
-    def compute(prediction) -> dict:
+    def compute(prediction: Any) -> dict[str, float]:
         embeds = prediction.predictions
         embeds = embeds[0] if isinstance(embeds, tuple) else embeds
         count = embeds.shape[0]
@@ -33,7 +40,7 @@ def retrieval_metrics_fn(captions: list[str]):
     return compute
 
 
-def caption_match_accuracy(scorer: Scorer, dataset, rows: list[dict], image_column: str) -> float | None:
+def caption_match_accuracy(scorer: Scorer, dataset: Any, rows: list[dict[str, Any]], image_column: str) -> float | None:
     """Share of validation cartoons whose labelled caption scores highest among `caption_choices`."""
     scored = [(i, r) for i, r in enumerate(rows) if r.get("caption_choices") and r.get("label") in tuple(LABELS)]
     if not scored:
@@ -46,7 +53,7 @@ def caption_match_accuracy(scorer: Scorer, dataset, rows: list[dict], image_colu
     return correct / len(scored)
 
 
-def evaluate(trainer, prepared, config, is_main: bool) -> dict:
+def evaluate(trainer: Any, prepared: Prepared, config: TrainConfig, is_main: bool) -> dict[str, float]:
     """eval_loss and retrieval recall on every rank (Trainer gathers); caption matching on rank 0."""
     rows = len(prepared.data.validation)
     log.info("evaluating on %d validation rows", rows)

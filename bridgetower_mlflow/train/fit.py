@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import NothingTrained
 from ..launch.signals import Stopped
@@ -12,6 +12,12 @@ from .observe import Observation, Observed
 from .output_folder import writes_into
 from .resume import checkpoint_to_resume
 from .trainer import build_trainer
+
+if TYPE_CHECKING:
+    from ..config import TrainConfig
+    from ..launch.ranks import RankInfo
+    from .prepare import Prepared
+    from .run import NullRun, TrackedRun
 
 log = logging.getLogger(__name__)
 
@@ -26,12 +32,12 @@ class Fitted:
     observed: Observed
 
 
-def fit(config, prepared, run, ranks) -> Fitted:
+def fit(config: TrainConfig, prepared: Prepared, run: TrackedRun | NullRun, ranks: RankInfo) -> Fitted:
     """Train `prepared` to its end (or from its checkpoint on a resume); metrics go to the run's sink."""
     trainer, throughput = build_trainer(config, prepared, run.sink)
     observation = Observation(prepared, run.session, ranks)
     throughput.window = observation.window  # energy is read at the throughput window's two instants
-    checkpoint = checkpoint_to_resume(config, prepared.args.output_dir)
+    checkpoint = checkpoint_to_resume(config, str(prepared.args.output_dir))
     if checkpoint:
         log.info("resuming run %s from %s", run.run_id, checkpoint)
     try:
@@ -49,7 +55,7 @@ def fit(config, prepared, run, ranks) -> Fitted:
     return Fitted(trainer, throughput, output, observed)
 
 
-def _nothing_trained(args, rows: int) -> NothingTrained:
+def _nothing_trained(args: Any, rows: int) -> NothingTrained:
     return NothingTrained(f"max_steps: the run took 0 optimizer steps (max_steps {args.max_steps}, num_train_epochs "
                           f"{args.num_train_epochs:g}, {rows} training rows in batches of "
                           f"{args.per_device_train_batch_size}); allowed: settings that train at least one step")

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import TrainConfig
+
 import contextlib
 import os
 
@@ -19,7 +24,7 @@ from .result import TrainResult
 from .run import launch_tracked, open_run
 
 
-def train(config, *, tracked: bool = True) -> TrainResult:
+def train(config: TrainConfig, *, tracked: bool = True) -> TrainResult:
     """One fine-tuning run (or, with devices > 1 and no outer launcher, the launcher of its ranks).
 
     `tracked=False` trains exactly as a non-main rank does: no run, nothing logged, no samplers.
@@ -33,7 +38,7 @@ def train(config, *, tracked: bool = True) -> TrainResult:
         return _train(config, ranks, tracked)
 
 
-def _train(config, ranks: RankInfo, tracked: bool) -> TrainResult:
+def _train(config: TrainConfig, ranks: RankInfo, tracked: bool) -> TrainResult:
     adapter = get_accelerator(config.accel)
     for key, value in adapter.stack_environment(config.hf_args).items():  # before anything imports torch
         os.environ.setdefault(key, value)

@@ -9,31 +9,36 @@ off: accelerate rebuilds the loader for it, which would drop the timing and any 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from ..telemetry.loader_wait import TimedLoader
 
 
 class ResumingLoader:
     """Wraps an accelerate DataLoaderShard or a device loader; forwards everything else to it."""
 
-    def __init__(self, loader, trainer, length: int | None = None):
+    def __init__(self, loader: Any, trainer: Any, length: int | None = None) -> None:
         self._loader, self._trainer = loader, trainer  # the trainer's state is replaced when it loads a checkpoint
         self._length = length if length is not None else len(loader)
         self._resume_checked = False
         self.timed = self._time_host_side(loader)
 
     @staticmethod
-    def _time_host_side(loader) -> TimedLoader:
+    def _time_host_side(loader: Any) -> TimedLoader:
         """Put the timer where the host waits: the shard's base loader, or the device loader's host reader."""
         if hasattr(loader, "host_loader"):
-            loader.host_loader = TimedLoader(loader.host_loader)
-            return loader.host_loader
-        loader.base_dataloader = TimedLoader(loader.base_dataloader)
-        return loader.base_dataloader
+            timed = TimedLoader(loader.host_loader)
+            loader.host_loader = timed
+            return timed
+        timed = TimedLoader(loader.base_dataloader)
+        loader.base_dataloader = timed
+        return timed
 
     def __len__(self) -> int:
         return self._length
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
 
     def batches_to_skip(self) -> int:
@@ -41,11 +46,11 @@ class ResumingLoader:
         if self._resume_checked:
             return 0
         self._resume_checked = True
-        accumulation = max(1, self._trainer.args.gradient_accumulation_steps)
+        accumulation = max(1, int(self._trainer.args.gradient_accumulation_steps))
         steps_per_epoch = max(-(-self._length // accumulation), 1)  # ceil, as both Trainers count an epoch
-        return (self._trainer.state.global_step % steps_per_epoch) * accumulation
+        return (int(self._trainer.state.global_step) % steps_per_epoch) * accumulation
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         skip = self.batches_to_skip()
         if skip and hasattr(self._loader, "skip_batches_once"):
             self._loader.skip_batches_once(skip)  # a device loader skips in its plan, reading nothing

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config import TrainConfig
+    from ..launch.ranks import RankInfo
+    from .fit import Fitted
+    from .prepare import Prepared
+
 from ..contract import CPU_DECODED_METRIC, PEAK_MEMORY_METRIC, RUNTIME_METRIC, TRAIN_LOSS_METRIC
 from ..launch.collectives import all_gather_objects
 from .evaluate import evaluate
 
 
-def measure(config, prepared, fitted, ranks) -> dict:
+def measure(config: TrainConfig, prepared: Prepared, fitted: Fitted, ranks: RankInfo) -> dict[str, Any]:
     """Steady-state figures of every rank combined, the evaluation, and the device's peak memory.
 
     The Trainer's own samples/s follows another rule per accelerator (GaudiTrainer leaves warmup out,

@@ -26,7 +26,7 @@ def check_writable(output_dir: str) -> None:
 
 
 @contextlib.contextmanager
-def writes_into(output_dir: str):
+def writes_into(output_dir: str) -> Iterator[None]:
     """A write failure inside the folder (a checkpoint, the model) becomes one line; other errors pass."""
     try:
         yield

@@ -49,9 +49,10 @@ def prepare(config, adapter, device, ranks) -> Prepared:
     from ..model.load import load_model
 
     loaded = load_model(config.model, config.max_seq_length, config.seed)
-    data = prepare_data(config, loaded.tokenizer, loaded.image.size)
+    data = prepare_data(config, loaded.tokenizer, loaded.image)
     recipe = adapter.recipe(device, recipe_settings(config, ranks.job_size(config.devices)))
-    prepared = Prepared(adapter, device, loaded, data, recipe, recipe.build_arguments(), data_loader=cpu_loader_name())
+    prepared = Prepared(adapter, device, loaded, data, recipe, recipe.build_arguments(),
+                        data_loader=cpu_loader_name(config.image_backend))
     prepared = dataclasses.replace(prepared, total_steps=total_steps(config, prepared.args, len(data.train),
                                                                      ranks.world_size))
     if config.device_decode:

@@ -107,7 +107,8 @@ def _fmt(value: object, digits: int = 3) -> str:
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
-def describe(config: TrainConfig, prepared: Prepared, metrics: dict[str, float], input_bound: str, advice: str = "") -> str:
+def describe(config: TrainConfig, prepared: Prepared, metrics: dict[str, float], input_bound: str,
+             advice: str = "") -> str:
     """Markdown for the run's note: the conditions first, then the headline numbers, then the advice."""
     device = prepared.device
     decode = {CPU_LOADER: "CPU workers"}.get(prepared.data_loader, prepared.data_loader)

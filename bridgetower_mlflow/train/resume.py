@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import TrainConfig
+
 import json
 import logging
 import os
@@ -25,7 +30,7 @@ def last_run(output_dir: str) -> str | None:
     return json.loads(path.read_text())["run_id"] if path.exists() else None
 
 
-def run_to_resume(config) -> str | None:
+def run_to_resume(config: TrainConfig) -> str | None:
     """The run a resume continues, found by its output folder: None for a new run.
 
     Not MLFLOW_RUN_ID: `mlflow run -P resume=true` creates a new project run, which only records what it resumed.
@@ -45,7 +50,7 @@ def project_run_of_resume(resumed_run_id: str | None) -> str | None:
     return outer if resumed_run_id and outer and outer != resumed_run_id else None
 
 
-def resume_hint(config, has_checkpoint: bool) -> str:
+def resume_hint(config: TrainConfig, has_checkpoint: bool) -> str:
     """How to continue an interrupted run: the same command with --resume true, or why it cannot."""
     if not has_checkpoint:
         return "it saved no checkpoint to resume from (save_steps=0 or none reached yet): train it again"
@@ -59,7 +64,7 @@ def resume_hint(config, has_checkpoint: bool) -> str:
     return f"resume with: {shlex.join([*words, '--resume', 'true'])}"
 
 
-def _cli_value(value) -> str:
+def _cli_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -69,7 +74,7 @@ def has_complete_checkpoint(run_folder: str) -> bool:
     return any(_has_state(p) for p in Path(run_folder).glob("checkpoint-*"))
 
 
-def checkpoint_to_resume(config, output_dir: str) -> str | None:
+def checkpoint_to_resume(config: TrainConfig, output_dir: str) -> str | None:
     """Trainer's resume_from_checkpoint: the latest complete checkpoint on a resume, else None.
 
     Not Trainer's own pick (`True`): it takes the highest-numbered folder, even one a SIGKILL left without

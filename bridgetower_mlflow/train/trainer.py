@@ -50,6 +50,7 @@ def build_trainer_class(base: type) -> type:
 def build_trainer(config, prepared, sink):
     """(trainer, throughput callback) for `prepared`; metrics go to `sink` (a MetricBuffer or NullSink)."""
     from ..data.collate import collate_batch
+    from ..telemetry.progress import ProgressPrinter, progress_seconds
     from ..telemetry.throughput import ThroughputCallback
     from .evaluate import keep_embeddings, retrieval_metrics_fn
 
@@ -65,11 +66,26 @@ def build_trainer(config, prepared, sink):
     durable = _persist_on_save(sink)
     trainer = cls(model=prepared.loaded.model, args=args, train_dataset=prepared.data.train,
                   eval_dataset=prepared.data.validation, data_collator=collate_batch,
-                  callbacks=[throughput, durable, *prepared.recipe.callbacks],
+                  callbacks=[throughput, ProgressPrinter(throughput, progress_seconds()), durable,
+                             *prepared.recipe.callbacks],
                   compute_metrics=retrieval_metrics_fn(captions), preprocess_logits_for_metrics=keep_embeddings,
                   **prepared.recipe.trainer_kwargs)
     holder["trainer"] = trainer
+    _console_without_trainer_speeds(trainer)
     return trainer, throughput
+
+
+def _console_without_trainer_speeds(trainer) -> None:
+    """The Trainer's printer (a PrinterCallback with disable_tqdm, else the tqdm bar) without its samples/s:
+    the console's samples/s is the project's (the progress line, the summary), one rule on every accelerator."""
+    from transformers import PrinterCallback, ProgressCallback
+
+    from ..telemetry.progress import without_speed_figures
+
+    for printer in (PrinterCallback, ProgressCallback):
+        found = trainer.pop_callback(printer)
+        if found is not None:
+            trainer.add_callback(without_speed_figures(type(found))())
 
 
 def _persist_on_save(sink):

@@ -66,6 +66,7 @@ def resolve_gaudi_config_name(name: str, output_dir: str) -> str:
 
 class GaudiAccelerator(Accelerator):
     device_loader = MEDIAPIPE_LOADER
+    distribution_strategies = ("ddp", "fast_ddp")  # fast_ddp is optimum-habana's
 
     def stack_environment(self, hf_args: tuple = ()) -> dict[str, str]:
         optimum = installed_gaudi_path() == OPTIMUM_PATH

@@ -61,6 +61,7 @@ class PublishedNumber:
     strategy: str = UNREPORTED
     warmup: str = MIXED_WARMUP
     devices: str = "8"
+    memory_gb: float | None = None  # device peak memory, only where the source gives one
 
 
 def published_record(number: PublishedNumber, index: int) -> RunRecord:
@@ -87,6 +88,7 @@ def published_record(number: PublishedNumber, index: int) -> RunRecord:
         samples_per_second=number.value,
         samples_per_second_per_device=number.value / int(number.devices),
         source=number.source,
+        device_peak_memory_gb=number.memory_gb,
     )
 
 
