@@ -96,3 +96,13 @@ def test_devices_come_from_the_accelerator_count_tag():
     record = _record("h100", 100.0, devices=4)
     assert record.devices == "4"
     assert replace(record, devices="8") != record
+
+
+def test_the_study_image_backend_is_never_pooled_with_the_fast_one():
+    fast = record_from_run(_run(TrainRunSpec("cpu", 100.0, workers=1), "fast", image_backend="fast"))
+    study = record_from_run(_run(TrainRunSpec("cpu", 20.0, workers=1), "study", image_backend="study"))
+    older = record_from_run(_run(TrainRunSpec("cpu", 101.0, workers=1), "older"))  # before the option: fast
+    sections = build_sections([fast, study, older], None)
+    assert len(sections) == 2
+    pooled = {frozenset(cell.run_ids) for section in sections for row in section.rows for cell in row.cells.values()}
+    assert pooled == {frozenset({"fast", "older"}), frozenset({"study"})}

@@ -12,13 +12,13 @@ from .stats import median_or_none, olympic_mean
 # Everything that shaped a run except the accelerator and the data-loading setting.
 CONFIG_KEYS = (
     "model", "dataset", "dataset_config", "per_device_train_batch_size", "devices", "precision",
-    "max_seq_length", "distribution_strategy",
+    "max_seq_length", "distribution_strategy", "image_backend",
 )
 # Keys that never sit side by side, even when asked: different warmup rules measure different things.
 HARD_KEYS = ("source", "throughput_warmup_steps")
 SHORT_KEY_NAMES = {
     "per_device_train_batch_size": "batch/device", "max_seq_length": "seq",
-    "distribution_strategy": "strategy", "dataset_config": "config",
+    "distribution_strategy": "strategy", "dataset_config": "config", "image_backend": "images",
     "throughput_warmup_steps": "warmup steps",
 }
 ACCELERATOR_ORDER = ACCELERATOR_KINDS

@@ -66,6 +66,7 @@ class RunRecord:
     mfu: float | None = None
     joules_per_sample: float | None = None
     device_peak_memory_gb: float | None = None  # the main device's peak, where the device reports one
+    image_backend: str = "fast"  # the CPU image transform (runs from before the option ran the fast one)
 
 
 @dataclass
@@ -126,6 +127,7 @@ def record_from_run(run) -> RunRecord | None:
         mfu=metrics.get(MFU_METRIC),
         joules_per_sample=metrics.get(JOULES_PER_SAMPLE_METRIC),
         device_peak_memory_gb=metrics.get(PEAK_MEMORY_METRIC),
+        image_backend=params.get("image_backend") or "fast",
     )
 
 
