@@ -6,10 +6,16 @@ import functools
 import logging
 import os
 import sys
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 import click
 
 from .errors import BridgeTowerMlflowError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -31,11 +37,11 @@ def mark_project_run_failed(message: str) -> None:
         pass
 
 
-def reports_errors(command):
+def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
     """Project errors become `error: <one line>` on stderr and the error's exit status."""
 
     @functools.wraps(command)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
         except BridgeTowerMlflowError as exc:
@@ -51,14 +57,14 @@ def reports_errors(command):
     return wrapper
 
 
-def dual_option(name: str, *extra_names: str, **kwargs):
+def dual_option(name: str, *extra_names: str, **kwargs: Any) -> Callable[[F], F]:
     """`--a-b` and `--a_b` both work (`mlflow run` appends extra parameters as `--a_b value`)."""
     dashed = name.replace("_", "-")
     names = [f"--{dashed}"] + ([f"--{name}"] if dashed != name else []) + list(extra_names)
     return click.option(*names, name, **kwargs)
 
 
-def bool_option(name: str, help_text: str, default: str = "false"):
+def bool_option(name: str, help_text: str, default: str = "false") -> Callable[[F], F]:
     """A flag that also takes a value, so MLproject can pass `--dry-run false`."""
     return dual_option(name, is_flag=False, flag_value="true", default=default, show_default=True,
                        metavar="[true|false]", help=help_text)

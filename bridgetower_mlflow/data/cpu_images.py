@@ -12,10 +12,15 @@ import io
 import math
 import os
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
+
+if TYPE_CHECKING:
+    import torch
 
 try:
     import cv2
@@ -182,7 +187,8 @@ def _square_resize(pixels: np.ndarray, size: int, full_size: tuple[int, int]) ->
     return np.ascontiguousarray(image[0, :, top:top + size, left:left + size].permute(1, 2, 0).numpy())
 
 
-def normalize_batch(pixels_uint8, mean=CLIP_MEAN, std=CLIP_STD, dtype=None):
+def normalize_batch(pixels_uint8: torch.Tensor, mean: Sequence[float] = CLIP_MEAN, std: Sequence[float] = CLIP_STD,
+                    dtype: torch.dtype | None = None) -> torch.Tensor:
     """(B,H,W,3) uint8 tensor -> contiguous (B,3,H,W) normalized float, on whatever device it lives."""
     import torch
 

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeVar
 
-def _initialized(ranks) -> bool:
+if TYPE_CHECKING:
+    from .ranks import RankInfo
+
+T = TypeVar("T")
+
+
+def _initialized(ranks: RankInfo) -> bool:
     if ranks.world_size == 1:
         return False
     import torch.distributed as dist
@@ -11,18 +18,18 @@ def _initialized(ranks) -> bool:
     return dist.is_available() and dist.is_initialized()
 
 
-def all_gather_objects(obj, ranks) -> list:
+def all_gather_objects(obj: T, ranks: RankInfo) -> list[T]:
     """Every rank's `obj` on every rank (list in rank order); one element without distribution."""
     if not _initialized(ranks):
         return [obj]
     import torch.distributed as dist
 
-    gathered = [None] * dist.get_world_size()
+    gathered: list[T] = [obj] * dist.get_world_size()  # placeholders: all_gather_object fills every slot
     dist.all_gather_object(gathered, obj)
     return gathered
 
 
-def broadcast_from_main(value, ranks):
+def broadcast_from_main(value: T, ranks: RankInfo) -> T:
     """Rank 0's `value` on every rank."""
     if not _initialized(ranks):
         return value
@@ -33,7 +40,7 @@ def broadcast_from_main(value, ranks):
     return holder[0]
 
 
-def barrier(ranks) -> None:
+def barrier(ranks: RankInfo) -> None:
     if _initialized(ranks):
         import torch.distributed as dist
 

@@ -9,8 +9,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from transformers import TrainerCallback
+
+if TYPE_CHECKING:
+    from .energy import EnergyWindow
 
 from ..contract import (
     LOGGED_TRAINER_KEYS,
@@ -52,7 +56,7 @@ class ThroughputCallback(TrainerCallback):
         self.start_step = 0
         self.t_begin = self.t_warm = self.t_end = None
         self.wait_warm = 0.0
-        self.window = None  # an EnergyWindow, read at the same instants as the clock
+        self.window: EnergyWindow | None = None  # read at the same instants as the clock
         self._last = None  # (time, step, wait) at the previous logging step
 
     def wait_seconds(self) -> float:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..accelerators.base import RecipeSettings
 
+if TYPE_CHECKING:
+    from ..config import TrainConfig
 
-def common_training_kwargs(config) -> dict:
+
+def common_training_kwargs(config: TrainConfig) -> dict[str, Any]:
     """The study's settings, identical on every accelerator (the adapters add their own)."""
     return {
         "output_dir": config.output_dir,
@@ -32,7 +37,7 @@ def common_training_kwargs(config) -> dict:
     }
 
 
-def recipe_settings(config, world_size: int) -> RecipeSettings:
+def recipe_settings(config: TrainConfig, world_size: int) -> RecipeSettings:
     """The adapter's view of the run's configuration."""
     return RecipeSettings(training_kwargs=common_training_kwargs(config), hf_args=tuple(config.hf_args),
                           precision=config.precision, distribution_strategy=config.distribution_strategy,

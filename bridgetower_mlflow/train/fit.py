@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NothingTrained
 from ..launch.signals import Stopped
-from .observe import Observation, Observed
+from .observe import Observation
 from .output_folder import writes_into
+from .result import Fitted
 from .resume import checkpoint_to_resume
 from .trainer import build_trainer
 
@@ -20,16 +20,6 @@ if TYPE_CHECKING:
     from .run import NullRun, TrackedRun
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Fitted:
-    """What training left: the trainer, its throughput record, the Trainer's output, what rank 0 observed."""
-
-    trainer: Any
-    throughput: Any  # telemetry.throughput.ThroughputCallback
-    output: Any  # transformers.TrainOutput
-    observed: Observed
 
 
 def fit(config: TrainConfig, prepared: Prepared, run: TrackedRun | NullRun, ranks: RankInfo) -> Fitted:

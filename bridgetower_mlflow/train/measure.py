@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..config import TrainConfig
     from ..launch.ranks import RankInfo
-    from .fit import Fitted
     from .prepare import Prepared
+    from .result import Fitted
 
 from ..contract import CPU_DECODED_METRIC, PEAK_MEMORY_METRIC, RUNTIME_METRIC, TRAIN_LOSS_METRIC
 from ..launch.collectives import all_gather_objects

@@ -12,13 +12,27 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TextIO
 
 from ..contract import ADVICE_TAG, SYSTEM_PREFIX, WAIT_METRIC
 from ..launch.collectives import all_gather_objects
 from ..telemetry.monitor import SeriesNames, resume_step, sum_by_step
 from .advice import RunFacts, advice
 from .efficiency import energy_metrics, flops_metrics
+
+if TYPE_CHECKING:
+    from ..config import TrainConfig
+    from ..launch.ranks import RankInfo
+    from ..telemetry.energy import EnergyWindow
+    from ..telemetry.monitor import SystemMonitor
+    from ..tracking.metric_buffer import MetricBuffer
+    from ..tracking.null_sink import NullSink
+    from ..tracking.session import RunSession
+    from .prepare import Prepared
+
+Sample = tuple[int, int, dict[str, float]]  # (step, ms, {name: value})
 
 log = logging.getLogger(__name__)
 SAMPLING_INTERVAL = float(os.environ.get("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL") or 2.0)  # MLflow's own knob
@@ -44,7 +58,7 @@ class NodeReport:
 
     node: int
     cores: int
-    samples: tuple = ()
+    samples: tuple[Sample, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,9 +78,11 @@ class Observation:
     """Started before training on every rank (a collective: each learns its node's ranks); rank 0 and each other
     node's first rank monitor their host. `stop` returns what was observed."""
 
-    def __init__(self, prepared, session, ranks):
+    def __init__(self, prepared: Prepared, session: RunSession | None, ranks: RankInfo) -> None:
         self.whole_job = ranks.whole_job_here
-        self.monitor = self.window = self._node_sink = None
+        self.monitor: SystemMonitor | None = None
+        self.window: EnergyWindow | None = None
+        self._node_sink: tuple[MetricBuffer, TextIO] | None = None
         run_id = getattr(session, "run_id", None)
         first = resume_step(session.last_steps) if session is not None else 0
         peers = all_gather_objects(Peer(ranks.rank, ranks.node_rank, os.getpid(), run_id, first), ranks)
@@ -106,7 +122,7 @@ class Observation:
         return found
 
 
-def combine_nodes(observed: Observed, ranks, sink) -> Observed:
+def combine_nodes(observed: Observed, ranks: RankInfo, sink: MetricBuffer | NullSink) -> Observed:
     """Where several nodes ran the job: every node's worker series summed by step, logged as the job's
     `system/dataloader_workers_*` through rank 0's `sink` (other ranks pass a null one), and the advice's
     worker CPU and cores over the whole job. A collective: every rank calls it, in the main thread."""
@@ -124,7 +140,8 @@ def combine_nodes(observed: Observed, ranks, sink) -> Observed:
                                host_cores=sum(report.cores for report in reports))
 
 
-def findings(config, prepared, metrics: dict, observed: Observed) -> tuple[dict, dict]:
+def findings(config: TrainConfig, prepared: Prepared, metrics: dict[str, float], observed: Observed
+             ) -> tuple[dict[str, float], dict[str, str]]:
     """(metrics, tags) to add: efficiency, energy, advice (with the notes for what is unknown)."""
     flops, flops_tags = flops_metrics(prepared, metrics, prepared.device.count, config.max_seq_length)
     energy, energy_tags = energy_metrics(observed.energy_joules, observed.energy_note, metrics, observed.whole_job)
@@ -136,7 +153,8 @@ def findings(config, prepared, metrics: dict, observed: Observed) -> tuple[dict,
     return {**flops, **energy}, {**flops_tags, **energy_tags, ADVICE_TAG: advice(facts)}
 
 
-def _start_monitor(prepared, sink, ranks, pids, names, first_step):
+def _start_monitor(prepared: Prepared, sink: MetricBuffer, ranks: RankInfo, pids: Sequence[int], names: SeriesNames,
+                   first_step: int) -> SystemMonitor | None:
     """Rank 0's monitor of its host's share of the job: its devices only, not every device the host has."""
     from ..accelerators.registry import family
     from ..telemetry.monitor import SystemMonitor
@@ -153,7 +171,7 @@ def _start_monitor(prepared, sink, ranks, pids, names, first_step):
         return None
 
 
-def _start_node_monitor(sink, node: int, pids, first_step: int):
+def _start_node_monitor(sink: MetricBuffer, node: int, pids: Sequence[int], first_step: int) -> SystemMonitor | None:
     """Another node's monitor: its host's CPU and memory and its ranks' workers, as system/node_<n>/..."""
     from ..telemetry.monitor import SystemMonitor
     from ..telemetry.samplers.host_cpu import HostCpuSampler
@@ -168,7 +186,7 @@ def _start_node_monitor(sink, node: int, pids, first_step: int):
         return None
 
 
-def _node_sink(run_id: str, node: int):
+def _node_sink(run_id: str, node: int) -> tuple[MetricBuffer, TextIO] | None:
     """(MetricBuffer of the run, its spill lock): this node's own, spilled where rank 0's would be."""
     from mlflow.tracking import MlflowClient
 
@@ -185,7 +203,7 @@ def _node_sink(run_id: str, node: int):
         return None
 
 
-def _close_node_sink(buffer, lock) -> None:
+def _close_node_sink(buffer: MetricBuffer, lock: TextIO) -> None:
     left = buffer.close(NODE_FLUSH_TIMEOUT)
     lock.close()
     if left:

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from transformers import TrainingArguments
 
     from ..accelerators.base import Accelerator, DeviceInfo, DeviceLoader, TrainingRecipe
+    from ..config import TrainConfig
     from ..data.loading import PreparedData
+    from ..launch.ranks import RankInfo
     from ..model.load import LoadedModel
 
 log = logging.getLogger(__name__)
@@ -42,7 +44,7 @@ class Prepared:
     total_steps: int = 0
 
 
-def prepare(config, adapter, device, ranks) -> Prepared:
+def prepare(config: TrainConfig, adapter: Accelerator, device: DeviceInfo, ranks: RankInfo) -> Prepared:
     """Load the model and data and build the recipe; raises ConfigError/DataError before any run exists."""
     from ..data.cpu_images import cpu_loader_name
     from ..data.loading import prepare_data
@@ -64,7 +66,7 @@ def prepare(config, adapter, device, ranks) -> Prepared:
     return prepared
 
 
-def _with_device_loader(config, prepared: Prepared, ranks) -> Prepared:
+def _with_device_loader(config: TrainConfig, prepared: Prepared, ranks: RankInfo) -> Prepared:
     """`prepared` decoding on the device, or (allowed by allow_loader_fallback) on the CPU with the reason."""
     request = DecodeRequest(
         dataset=prepared.data.train, batch_size=prepared.args.per_device_train_batch_size, seed=config.seed,
@@ -82,7 +84,7 @@ def _with_device_loader(config, prepared: Prepared, ranks) -> Prepared:
     return dataclasses.replace(prepared, device_loader=loader, data_loader=loader.name)
 
 
-def total_steps(config, args, rows: int, world_size: int) -> int:
+def total_steps(config: TrainConfig, args: TrainingArguments, rows: int, world_size: int) -> int:
     """Optimizer steps the run will take (max_steps, or epochs of full global batches).
 
     Whatever max_steps says, a global batch the training split cannot fill is refused: with drop_last

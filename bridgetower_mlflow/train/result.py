@@ -1,12 +1,29 @@
-"""What `train` returns: the run, its final metrics, the registered version, records left in a spill file."""
+"""What the phases hand on: Fitted (fit -> measure and close), and TrainResult, what `train` returns."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..telemetry.throughput import ThroughputCallback
+    from .observe import Observed
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """What training left: the trainer, its throughput record, the Trainer's output, what rank 0 observed."""
+
+    trainer: Any  # the recipe's Trainer subclass (trainer.build_trainer_class)
+    throughput: ThroughputCallback
+    output: Any  # transformers.TrainOutput
+    observed: Observed
 
 
 @dataclass
 class TrainResult:
+    """The run, its final metrics, the registered version, records left in a spill file."""
+
     run_id: str | None
     metrics: dict[str, float] = field(default_factory=dict)
     model_version: str | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..config import to_cli_args
 from ..contract import (
@@ -36,12 +37,20 @@ from .record import describe, device_tags, run_name, start_tags, train_params
 from .result import TrainResult
 from .resume import project_run_of_resume, remember_run, run_to_resume
 
+if TYPE_CHECKING:
+    from ..accelerators.base import Accelerator, DeviceInfo
+    from ..config import TrainConfig
+    from ..launch.ranks import RankInfo
+    from ..tracking.session import RunSession
+    from .prepare import Prepared
+    from .result import Fitted
+
 log = logging.getLogger(__name__)
 FLUSH_TIMEOUT = float(os.environ.get("BRIDGETOWER_FLUSH_TIMEOUT", "120"))
 STOP_FLUSH_TIMEOUT = 10.0  # inside Kubernetes' 30 s grace; what is not sent by then is in the spill file
 
 
-def start_session(config, prepared):
+def start_session(config: TrainConfig, prepared: Prepared) -> RunSession:
     """Rank 0's run: new, resumed (`resume=true`) or the one `mlflow run` / a sweep created."""
     from ..tracking.context import context_tags
     from ..tracking.session import RunSession
@@ -51,7 +60,7 @@ def start_session(config, prepared):
     return RunSession.start(config.experiment_name, run_name(config, prepared.device.kind), tags, resume_id)
 
 
-def open_run(config, prepared, ranks, tracked: bool = True):
+def open_run(config: TrainConfig, prepared: Prepared, ranks: RankInfo, tracked: bool = True) -> TrackedRun | NullRun:
     """The first visit: start (or resume) the run, its dataset inputs and params; every rank learns its id."""
     from ..model.load import count_parameters
 
@@ -65,7 +74,8 @@ def open_run(config, prepared, ranks, tracked: bool = True):
             from .dataset_inputs import log_dataset_inputs
 
             log_dataset_inputs(config, prepared.data)
-        run_id = broadcast_from_main(session.run_id if session else os.environ.get("MLFLOW_RUN_ID"), ranks)
+        main_id = session.run_id if session else os.environ.get("MLFLOW_RUN_ID")
+        run_id = broadcast_from_main(main_id, ranks)
         prepared.args.output_dir = str(Path(config.output_dir) / (run_id or "run"))
         if session is not None:
             session.log_params(train_params(config, prepared, count_parameters(prepared.loaded.model)))
@@ -90,7 +100,8 @@ class NullRun:
     def resumed_from(self, step: int) -> None:
         pass
 
-    def close(self, config, prepared, fitted, metrics: dict, ranks) -> TrainResult:
+    def close(self, config: TrainConfig, prepared: Prepared, fitted: Fitted, metrics: dict[str, float],
+              ranks: RankInfo) -> TrainResult:
         combine_nodes(fitted.observed, ranks, self.sink)  # this node's worker series, for rank 0's sum
         barrier(ranks)
         return TrainResult(self.run_id, metrics)
@@ -102,7 +113,7 @@ class NullRun:
 class TrackedRun:
     """Rank 0's run; whatever happens, it does not stay RUNNING (nor does the project run of a resume)."""
 
-    def __init__(self, session, project_run: str | None = None):
+    def __init__(self, session: RunSession, project_run: str | None = None) -> None:
         self.session, self.run_id, self.sink = session, session.run_id, session.buffer
         self.project_run = project_run  # `mlflow run -P resume=true`'s own run: it records what it resumed
         if project_run:
@@ -133,7 +144,8 @@ class TrackedRun:
     def resumed_from(self, step: int) -> None:
         self.session.set_tags({RESUMED_FROM_TAG: str(step)})
 
-    def close(self, config, prepared, fitted, metrics: dict, ranks) -> TrainResult:
+    def close(self, config: TrainConfig, prepared: Prepared, fitted: Fitted, metrics: dict[str, float],
+              ranks: RankInfo) -> TrainResult:
         """The second visit: findings, final metrics, tags, description, the model, FINISHED."""
         observed = combine_nodes(fitted.observed, ranks, self.sink)  # every node's workers, summed
         found, tags = findings(config, prepared, metrics, observed)
@@ -161,7 +173,8 @@ class TrackedRun:
         self._settle_project_run(outcome, f"the resumed run {self.run_id} did not finish: {first_line(exc)}")
 
 
-def _record(config, prepared, session, trainer, metrics, advice: str) -> str | None:
+def _record(config: TrainConfig, prepared: Prepared, session: RunSession, trainer: Any, metrics: dict[str, float],
+            advice: str) -> str | None:
     """Final metrics, tags and description into the run's buffer; the model logged. Returns its version."""
     from ..model.publish import publish_model
 
@@ -178,7 +191,7 @@ def _record(config, prepared, session, trainer, metrics, advice: str) -> str | N
         return publish_model(config, prepared, session, trainer, metrics)
 
 
-def launch_tracked(config, adapter, device) -> TrainResult:
+def launch_tracked(config: TrainConfig, adapter: Accelerator, device: DeviceInfo) -> TrainResult:
     """devices > 1 without an outer launcher: create the run, start the ranks, settle the run's status."""
     from mlflow.tracking import MlflowClient
 

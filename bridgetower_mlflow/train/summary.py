@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ..contract import THROUGHPUT_METRIC, WAIT_METRIC
 from ..tracking.links import runs_view_url
 
+if TYPE_CHECKING:
+    from .result import TrainResult
 
-def print_run_summary(result: Any) -> None:
+
+def print_run_summary(result: TrainResult) -> None:
     if not result.run_id:
         return
     from mlflow.tracking import MlflowClient

@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..data.cpu_images import normalize_batch
 from ..telemetry.loader_wait import TimedLoader
 from .loaders import ResumingLoader
 
+if TYPE_CHECKING:
+    from ..accelerators.base import DeviceLoader
+    from ..config import TrainConfig
+    from ..data.cpu_images import ImageSpec
+    from ..telemetry.throughput import ThroughputCallback
+    from ..tracking.metric_buffer import MetricBuffer
+    from ..tracking.null_sink import NullSink
+    from .prepare import Prepared
 
-def build_trainer_class(base: type) -> type:
+
+def build_trainer_class(base: type[Any]) -> type[Any]:
     """Subclass the recipe's Trainer (Trainer or GaudiTrainer) with the project's data hooks."""
 
     class BridgeTowerTrainer(base):
-        device_loader = None  # accelerators.base.DeviceLoader when decoding on the device
-        image = None  # data.cpu_images.ImageSpec
+        device_loader: DeviceLoader | None = None  # when decoding on the device
+        image: ImageSpec  # set by build_trainer
         train_loader: ResumingLoader | None = None
 
         @property
         def timed_loader(self) -> TimedLoader | None:
             return self.train_loader.timed if self.train_loader is not None else None
 
-        def get_train_dataloader(self):
+        def get_train_dataloader(self) -> ResumingLoader:
             if self.device_loader is not None:
                 loader, length = self.device_loader.loader, self.device_loader.length
             else:
@@ -27,7 +38,7 @@ def build_trainer_class(base: type) -> type:
             self.train_loader = ResumingLoader(loader, self, length)
             return self.train_loader
 
-        def get_eval_dataloader(self, eval_dataset=None):
+        def get_eval_dataloader(self, eval_dataset: Any = None) -> TimedLoader:
             # drop_last is the training rule (full contrastive batches); evaluation scores every row, on every
             # accelerator: the base Trainers (Trainer, GaudiTrainer) build both loaders from the one flag
             drop_last, self.args.dataloader_drop_last = self.args.dataloader_drop_last, False
@@ -36,7 +47,7 @@ def build_trainer_class(base: type) -> type:
             finally:
                 self.args.dataloader_drop_last = drop_last
 
-        def _prepare_inputs(self, inputs):
+        def _prepare_inputs(self, inputs: Any) -> Any:
             inputs = super()._prepare_inputs(inputs)
             pixels = inputs.get("pixel_values")
             if pixels is not None and not pixels.is_floating_point():
@@ -47,7 +58,8 @@ def build_trainer_class(base: type) -> type:
     return BridgeTowerTrainer
 
 
-def build_trainer(config, prepared, sink):
+def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | NullSink
+                  ) -> tuple[Any, ThroughputCallback]:
     """(trainer, throughput callback) for `prepared`; metrics go to `sink` (a MetricBuffer or NullSink)."""
     from ..data.collate import collate_batch
     from ..telemetry.progress import ProgressPrinter, progress_seconds
@@ -58,10 +70,10 @@ def build_trainer(config, prepared, sink):
     cls.device_loader, cls.image = prepared.device_loader, prepared.loaded.image
     args = prepared.args
     world = max(1, args.world_size)
-    holder = {}
+    holder: dict[str, Any] = {}
     throughput = ThroughputCallback(sink, lambda: getattr(holder.get("trainer"), "timed_loader", None),
                                     args.per_device_train_batch_size * world * args.gradient_accumulation_steps,
-                                    config.throughput_warmup_steps, args.logging_steps)
+                                    config.throughput_warmup_steps, int(args.logging_steps))
     captions = [r[prepared.data.caption_column] for r in prepared.data.validation_rows]
     durable = _persist_on_save(sink)
     trainer = cls(model=prepared.loaded.model, args=args, train_dataset=prepared.data.train,
@@ -75,7 +87,7 @@ def build_trainer(config, prepared, sink):
     return trainer, throughput
 
 
-def _console_without_trainer_speeds(trainer) -> None:
+def _console_without_trainer_speeds(trainer: Any) -> None:
     """The Trainer's printer (a PrinterCallback with disable_tqdm, else the tqdm bar) without its samples/s:
     the console's samples/s is the project's (the progress line, the summary), one rule on every accelerator."""
     from transformers import PrinterCallback, ProgressCallback
@@ -88,16 +100,17 @@ def _console_without_trainer_speeds(trainer) -> None:
             trainer.add_callback(without_speed_figures(type(found))())
 
 
-def _persist_on_save(sink):
+def _persist_on_save(sink: MetricBuffer | NullSink) -> Any:
     """A checkpoint is a durable point: what was logged up to it is on disk before training goes on."""
     from transformers import TrainerCallback
 
     class PersistOnSave(TrainerCallback):
-        def on_log(self, args, state, control, **kwargs):  # this step's losses, just before its checkpoint
+        def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            # this step's losses, just before its checkpoint
             if control.should_save:
                 sink.persist()
 
-        def on_save(self, args, state, control, **kwargs):
+        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             sink.persist()
 
     return PersistOnSave()
