@@ -68,6 +68,7 @@ ADVICE_TAG = "advice"  # one derived line: what to change next
 # --- data loaders (tag DATA_LOADER_TAG: what actually ran) and decode classes (tag DECODE_TAG) ---
 CPU_LOADER = "torch-cpu"  # data-loader workers decode on the CPU (OpenCV's fast path)
 CPU_PILLOW_LOADER = "torch-cpu-pillow"  # the same, on Pillow alone: OpenCV missing or refused here
+CPU_STUDY_LOADER = "torch-cpu-study"  # image_backend=study: the study's own transform (data/study_images.py)
 MEDIAPIPE_LOADER = "habana-mediapipe"
 NVJPEG_LOADER = "nvjpeg"
 DEVICE_LOADERS = (MEDIAPIPE_LOADER, NVJPEG_LOADER)

@@ -9,11 +9,11 @@ import torch
 from mlflow.tracking import MlflowClient
 from PIL import Image
 
+from bridgetower_mlflow.contract import CPU_STUDY_LOADER
 from bridgetower_mlflow.data.collate import collate_batch
 from bridgetower_mlflow.data.cpu_images import (
     CLIP_MEAN,
     CLIP_STD,
-    CPU_STUDY_LOADER,
     ImageSpec,
     cpu_loader_name,
     normalize_batch,

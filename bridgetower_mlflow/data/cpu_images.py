@@ -77,17 +77,12 @@ def describe_source(source) -> str:
     return str(getattr(source, "filename", None) or source)
 
 
-# The data_loader tag of image_backend=study (data/study_images.py); defined here, not in contract.py,
-# until contract.py (another owner's) takes it in beside CPU_LOADER
-CPU_STUDY_LOADER = "torch-cpu-study"
-
-
 def cpu_loader_name(image_backend: str = "fast") -> str:
     """The data_loader tag's value for CPU decoding: OpenCV's fast path, the Pillow fallback, or the study's."""
     from .. import contract  # here, not at the top: a served model ships this module without contract.py
 
     if image_backend == "study":
-        return CPU_STUDY_LOADER
+        return contract.CPU_STUDY_LOADER
     return contract.CPU_LOADER if BACKEND == "opencv" else contract.CPU_PILLOW_LOADER
 
 
