@@ -63,7 +63,7 @@ GAUDI_TESTS := tests/test_gaudi_stack.py tests/test_gaudi_recipe.py tests/test_a
 	tests/test_efficiency.py tests/test_throughput.py tests/test_environments.py tests/test_small_splits.py
 
 test: lint install-gaudi
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile  # files side by side: many tests wait on servers and clocks
 	$(MAKE) --no-print-directory test-gaudi
 
 # optimum-habana's version check runs `pip list` from PATH; no Hub here (Habana/clip comes from the embedded copy)

@@ -124,7 +124,12 @@ def run_cli(args, env_extra=None, timeout=600, cwd=None) -> subprocess.Completed
 
 
 def mlflow_run(params: dict, experiment: str, env_extra=None, entry="train", timeout=900):
-    """`mlflow run <repo> -e <entry> -P k=v ... --env-manager local` as a real subprocess."""
+    """`mlflow run <repo> -e <entry> -P k=v ... --env-manager local` as a real subprocess.
+
+    A train without output_dir trains into the test's own folder: the default (`outputs` in the project, where
+    `mlflow run` starts) is held by one train at a time, and the suite runs test files side by side."""
+    if entry == "train" and "output_dir" not in params:
+        params = {**params, "output_dir": str(Path.cwd() / "outputs")}  # cwd: the test's tmp_path
     args = [str(BIN / "mlflow"), "run", str(REPO), "-e", entry, "--env-manager", "local",
             "--experiment-name", experiment]
     for key, value in params.items():
