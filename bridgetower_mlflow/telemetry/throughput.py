@@ -13,9 +13,6 @@ from typing import TYPE_CHECKING
 
 from transformers import TrainerCallback
 
-if TYPE_CHECKING:
-    from .energy import EnergyWindow
-
 from ..contract import (
     LOGGED_TRAINER_KEYS,
     MEASURED_STEPS_METRIC,
@@ -27,6 +24,9 @@ from ..contract import (
     WAIT_ALL_STEPS_METRIC,
     WAIT_METRIC,
 )
+
+if TYPE_CHECKING:
+    from .energy import EnergyWindow
 
 log = logging.getLogger(__name__)
 

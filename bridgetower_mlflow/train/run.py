@@ -74,8 +74,7 @@ def open_run(config: TrainConfig, prepared: Prepared, ranks: RankInfo, tracked: 
             from .dataset_inputs import log_dataset_inputs
 
             log_dataset_inputs(config, prepared.data)
-        main_id = session.run_id if session else os.environ.get("MLFLOW_RUN_ID")
-        run_id = broadcast_from_main(main_id, ranks)
+        run_id = broadcast_from_main(session.run_id if session else os.environ.get("MLFLOW_RUN_ID"), ranks)
         prepared.args.output_dir = str(Path(config.output_dir) / (run_id or "run"))
         if session is not None:
             session.log_params(train_params(config, prepared, count_parameters(prepared.loaded.model)))
