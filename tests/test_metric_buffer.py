@@ -227,3 +227,31 @@ def test_a_spill_file_removed_mid_run_does_not_stop_the_sender(sqlite_uri, tmp_p
     assert buffer.close(timeout=30) == 0  # what was logged after still arrives
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(5, 10)]
     assert f"{spill} was removed while the run was going: 5 records it held are lost" in caplog.text
+
+
+def test_a_spill_file_removed_while_the_sender_opens_it_does_not_stop_the_sender(sqlite_uri, tmp_path, caplog,
+                                                                                monkeypatch):
+    """The removal lands between the sender's look at the file and its open (CI under load once hit it)."""
+    import builtins
+
+    from bridgetower_mlflow.tracking import metric_buffer
+
+    client = MlflowClient(sqlite_uri)
+    run_id = client.create_run(client.create_experiment("e")).info.run_id
+    spill = tmp_path / "spill.jsonl"
+    buffer = MetricBuffer(client, run_id, spill, flush_interval=60)
+    for step in range(5):
+        buffer.log_metric("loss", float(step), step)
+    buffer.persist()
+
+    def open_after_a_cleanup(path, *args, **kwargs):
+        if str(path) == str(spill):
+            spill.unlink(missing_ok=True)  # someone cleans the cache folder at exactly this instant
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(metric_buffer, "open", open_after_a_cleanup, raising=False)
+    for step in range(5, 10):
+        buffer.log_metric("loss", float(step), step)
+    assert buffer.close(timeout=30) == 0  # the sender lived on and sent what was logged after
+    assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(5, 10)]
+    assert f"{spill} was removed while the run was going: 5 records it held are lost" in caplog.text

@@ -116,17 +116,22 @@ class MetricBuffer:
         with self._lock:
             self._forget_a_removed_spill_locked()
             if self._spilled:
-                rows: list[tuple[Any, ...]] = []
-                with open(self.spill_path, encoding="utf-8") as handle:
-                    handle.seek(self._read_pos)
-                    while len(rows) < min(self.batch_size, self._spilled):
-                        line = handle.readline()
-                        if not line:
-                            break
-                        rows.append(from_line(line)[1])
-                    position = handle.tell()
-                return rows, "spill", position
+                try:
+                    return self._read_spilled_locked()
+                except FileNotFoundError:  # removed by hand between the look above and the open
+                    self._forget_a_removed_spill_locked()
             return [self._queue[i] for i in range(min(self.batch_size, len(self._queue)))], "memory", 0
+
+    def _read_spilled_locked(self) -> tuple[list[tuple[Any, ...]], str, int]:
+        rows: list[tuple[Any, ...]] = []
+        with open(self.spill_path, encoding="utf-8") as handle:
+            handle.seek(self._read_pos)
+            while len(rows) < min(self.batch_size, self._spilled):
+                line = handle.readline()
+                if not line:
+                    break
+                rows.append(from_line(line)[1])
+            return rows, "spill", handle.tell()
 
     def _acknowledge(self, batch: list[tuple[Any, ...]], origin: str, position: int) -> None:
         self.sent += sum(1 for record in batch if record[0] == "metric")
