@@ -77,17 +77,17 @@ class Probes:
 
 def install_probes(probes: Probes, lower_sender: bool) -> None:
     """Hooks: the window's two instants, every sampler's sample(), the sender's sends and JSON lines;
-    with `lower_sender`, the sender thread first calls lower_this_thread_priority() (the proposed change)."""
+    with `lower_sender`, the sender thread first raises its own nice value by 10 (as it once did)."""
     from bridgetower_mlflow.telemetry import monitor, throughput
     from bridgetower_mlflow.tracking import metric_buffer
 
     if lower_sender:
-        from bridgetower_mlflow.telemetry.thread_priority import lower_this_thread_priority
+        from bench_monitor_priority import lower_this_thread
 
         run = metric_buffer.MetricBuffer._run
 
         def lowered_run(self):
-            lower_this_thread_priority()
+            lower_this_thread()
             return run(self)
 
         metric_buffer.MetricBuffer._run = lowered_run

@@ -119,6 +119,8 @@ STEP_THROUGHPUT_METRIC = "step_samples_per_second"
 STEP_WAIT_METRIC = "step_dataloader_wait_fraction"
 LOGGED_TRAINER_KEYS = ("loss", "grad_norm", "learning_rate")
 SYSTEM_PREFIX = "system/"
+MONITOR_LATE_SAMPLES = "monitor_late_samples"  # system/...: samples more than two intervals after the previous one
+MONITOR_MAX_GAP = "monitor_max_gap_seconds"  # system/...: the largest gap between two samples of the monitor
 
 # --- params --------------------------------------------------------------------------------------
 PARAMS_FILE = "params_full.json"

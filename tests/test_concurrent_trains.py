@@ -54,7 +54,7 @@ def test_an_output_folder_in_use_is_refused_until_its_train_dies(cache_dir, sqli
     try:
         deadline = time.monotonic() + 300
         while not list(out.glob("*/checkpoint-5/trainer_state.json")) and first.poll() is None:
-            assert time.monotonic() < deadline
+            assert time.monotonic() < deadline, "no checkpoint-5 within 300 s of the first train's start"
             time.sleep(0.2)
         for extra in ([], ["--resume", "true"]):
             second = _train([*args, *extra])

@@ -89,7 +89,7 @@ def test_slow_loader_reports_high_wait(prepared_run):
     metrics = train_and_measure(prepared_run, train.with_transform(SlowTransform(transform, CPU_PER_BATCH)))
     # the injected time is all in the measured wait (a batch per measured step, fetched in-process)
     assert metrics["dataloader_wait_fraction"] * metrics["train_steady_state_seconds"] \
-        >= metrics["train_measured_steps"] * CPU_PER_BATCH
+        >= metrics["train_measured_steps"] * CPU_PER_BATCH, metrics
     assert metrics["dataloader_wait_fraction"] >= 0.2, metrics
     assert input_bound_label(metrics["dataloader_wait_fraction"]) == "high"
 

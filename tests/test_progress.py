@@ -63,10 +63,24 @@ def test_a_bad_interval_is_one_line_naming_the_variable(value):
         progress_seconds({"BRIDGETOWER_PROGRESS_SECONDS": value})
 
 
-def _drive(capsys, steps: int, interval: float, zero: bool = True, step_seconds: float = 0.0):
+class StepClock:
+    """time.perf_counter for the callbacks: each step lasts exactly `step_seconds` (no machine load in it)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _drive(capsys, steps: int, interval: float, zero: bool = True, step_seconds: float = 0.0, monkeypatch=None):
     """Throughput and progress callbacks as the Trainer calls them; returns the progress lines printed."""
     from bridgetower_mlflow.telemetry.progress import ProgressPrinter
     from bridgetower_mlflow.telemetry.throughput import ThroughputCallback
+
+    clock = StepClock()
+    if monkeypatch is not None:
+        monkeypatch.setattr(time, "perf_counter", clock)
 
     throughput = ThroughputCallback(SimpleNamespace(log_metric=lambda *a: None), lambda: None, samples_per_step=8,
                                     warmup_steps=1, logging_steps=100)
@@ -75,7 +89,7 @@ def _drive(capsys, steps: int, interval: float, zero: bool = True, step_seconds:
     for callback in (throughput, progress):
         callback.on_train_begin(None, state, None)
     for step in range(1, steps + 1):
-        time.sleep(step_seconds)
+        clock.now += step_seconds
         state.global_step = step
         for callback in (throughput, progress):
             callback.on_step_end(None, state, None)
@@ -89,12 +103,12 @@ def test_lines_come_at_most_once_an_interval_first_step_and_end_included(capsys)
     assert [line.split(" (")[0] for line in lines] == ["train: step 1/6", "train: step 6/6"]
 
 
-def test_the_rate_is_the_throughput_rule_and_the_eta_follows_it(capsys):
-    lines = _drive(capsys, steps=3, interval=0, step_seconds=0.05)
+def test_the_rate_is_the_throughput_rule_and_the_eta_follows_it(capsys, monkeypatch):
+    lines = _drive(capsys, steps=3, interval=0, step_seconds=0.05, monkeypatch=monkeypatch)
     assert "warming up" in lines[0] and "ETA ?" in lines[0]
     rate = float(re.search(r"([\d.]+) samples/s", lines[1])[1])
-    assert 8 / 0.2 < rate < 8 / 0.04  # one measured step of ~0.05 s carrying 8 samples
-    assert re.search(r"ETA 0s$", lines[1])  # one step left at ~0.05 s
+    assert rate == pytest.approx(8 / 0.05, rel=0.01), lines[1]  # one measured step of 0.05 s carrying 8 samples
+    assert re.search(r"ETA 0s$", lines[1]), lines[1]  # one step left at 0.05 s
 
 
 def test_only_the_main_process_prints(capsys):

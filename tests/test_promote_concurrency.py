@@ -48,6 +48,13 @@ def _lock_exists(client, name) -> bool:
     return any(m.name == lock.lock_name(name) for m in client.search_registered_models(max_results=1000))
 
 
+def _wait_for_alias(client, name, version, timeout=30.0) -> None:
+    """Until @champion is `version` (the other promotion wrote it); where it never is, the caller goes on."""
+    deadline = time.monotonic() + timeout
+    while client.get_registered_model(name).aliases.get("champion") != version and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def test_concurrent_promotions_end_on_the_best_version(model, monkeypatch):
     client, name = model
     barrier, real_decide = threading.Barrier(2), registry.decide
@@ -57,8 +64,8 @@ def test_concurrent_promotions_end_on_the_best_version(model, monkeypatch):
             barrier.wait(timeout=3)  # under the lock the other promoter never gets here: the barrier breaks
         except threading.BrokenBarrierError:
             pass
-        if candidate.version == "3":
-            time.sleep(1.0)  # without the lock, the worse candidate writes last
+        if candidate.version == "3":  # without the lock, the worse candidate decides (on a stale holder) last
+            _wait_for_alias(client, name, 2)
         return real_decide(candidate, holder, gate)
 
     monkeypatch.setattr(registry, "decide", decide_after_both_read)

@@ -24,19 +24,21 @@ PACED = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "tests" / "fakes
 def _train(args, log_path=None, env_extra=None, **popen):
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}",
            "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL": str(INTERVAL_S), **(env_extra or {})}
+    # with a log file, stdout goes there too: a pipe nobody reads until the end would block the run once full
     err = open(log_path, "w") if log_path else subprocess.PIPE
+    out = err if log_path else subprocess.PIPE
     return subprocess.Popen([str(BIN / "bridgetower-mlflow"), "train", *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=err, **popen)
+                            stdout=out, stderr=err, **popen)
 
 
-def _wait_for(predicate, timeout=400, interval=0.5):
+def _wait_for(predicate, what="the condition", timeout=400, interval=0.5, seen=lambda: None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(interval)
-    raise TimeoutError(predicate)
+    raise TimeoutError(f"waited {timeout} s for {what}; saw {seen()}")
 
 
 def _history(client, run_id, key):
@@ -56,25 +58,29 @@ def test_server_outage_mid_training_loses_nothing(cache_dir, tmp_path, monkeypat
     server = MlflowServer(f"sqlite:///{tmp_path / 'outage.db'}", tmp_path / "artifacts").start()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
     client = MlflowClient(server.url)
-    steps, hold = 100, tmp_path / "hold"
+    steps, hold, step_file = 100, tmp_path / "hold", tmp_path / "steps"
     hold.touch()  # step 90 lasts until the server is back, however long it takes to start again
     proc = _train(["--max-steps", str(steps), "--logging-steps", "1", "--per-device-train-batch-size", "8",
-                   "--dataloader-num-workers", "0", "--log-model", "false"],
-                  env_extra={"BRIDGETOWER_FLUSH_TIMEOUT": "240", **PACED,
+                   "--dataloader-num-workers", "0", "--log-model", "false"], tmp_path / "train.log",
+                  env_extra={"BRIDGETOWER_FLUSH_TIMEOUT": "240", **PACED, "BRIDGETOWER_TEST_STEP_FILE": str(step_file),
                              "BRIDGETOWER_TEST_HOLD_FILE": str(hold), "BRIDGETOWER_TEST_HOLD_AT": "90"})
     try:
-        run_id = _wait_for(lambda: _one_run(client))
-        _wait_for(lambda: len(_steps(client, run_id, "loss")) >= 3)
+        run_id = _wait_for(lambda: _one_run(client), "the run")
+        _wait_for(lambda: len(_steps(client, run_id, "loss")) >= 3, "3 losses in the store")
         server.stop()
-        down = time.time()
-        time.sleep(35)  # training goes on while the server is away
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        down, at_down = time.time(), _steps_taken(step_file)
+        # the server stays away at least 35 s (the sender backs off and buffers), and training goes on meanwhile
+        _wait_for(lambda: (time.time() - down >= 35 and _steps_taken(step_file) >= at_down + 5)
+                  or proc.poll() is not None,
+                  "35 s and 5 steps of training while the server is away", seen=lambda: _steps_taken(step_file))
+        assert proc.poll() is None, (tmp_path / "train.log").read_text()[-3000:]
         server.start()
         up = time.time()
-        time.sleep(2 * INTERVAL_S)  # the monitor samples after the server is back
+        # a system sample taken after the server is back has reached the store: the run then ends
+        _wait_for(lambda: _sampled_after(client, run_id, up), "a system sample taken after the server is back",
+                  seen=lambda: _steps_taken(step_file))
         hold.unlink()
-        out, err = proc.communicate(timeout=900)
-        assert proc.returncode == 0, err[-3000:]
+        assert proc.wait(timeout=900) == 0, (tmp_path / "train.log").read_text()[-3000:]
     finally:
         proc.kill()
     try:
@@ -89,14 +95,34 @@ def test_server_outage_mid_training_loses_nothing(cache_dir, tmp_path, monkeypat
         assert run.data.tags["mlflow.note.content"].startswith("**cpu**")  # and the description
         for key in ("system/cpu_utilization_percentage", "system/system_memory_usage_megabytes",
                     "system/main_process_cpu_percentage"):  # MLflow's collectors and the project's own
-            series = _history(client, run_id, key)
-            assert [m.step for m in series] == list(range(len(series))), key
-            assert series[0].timestamp < down * 1000 and series[-1].timestamp > up * 1000, key
-            gaps = [(b.timestamp - a.timestamp) / 1000 for a, b in zip(series, series[1:])]
-            assert max(gaps) <= 2 * INTERVAL_S + 0.5, (key, max(gaps))
+            _no_hole(_history(client, run_id, key), key, down, up)
         print(f"outage: {up - down:.1f} s, {len(during)} steps logged during it")
     finally:
         server.stop()
+
+
+def _steps_taken(step_file):
+    """Optimizer steps the paced run has taken (tests/fakes/slow_device writes them)."""
+    try:
+        return int(step_file.read_text())
+    except (OSError, ValueError):
+        return 0
+
+
+def _sampled_after(client, run_id, moment):
+    series = client.get_metric_history(run_id, "system/cpu_utilization_percentage")
+    return any(m.timestamp > moment * 1000 for m in series)
+
+
+def _no_hole(series, key, down, up):
+    """One sample per step from before the outage to after it, none more than two intervals after the previous."""
+    assert [m.step for m in series] == list(range(len(series))), key
+    assert series[0].timestamp < down * 1000 and series[-1].timestamp > up * 1000, key
+    for a, b in zip(series, series[1:]):
+        gap = (b.timestamp - a.timestamp) / 1000
+        where = (f"{key}: {gap:.2f} s between steps {a.step} and {b.step}, from {a.timestamp / 1000 - down:+.1f} s "
+                 f"after the server went away ({up - down:.1f} s outage)")
+        assert gap <= 2 * INTERVAL_S + 0.5, where
 
 
 def _spilled_steps(spill, key):
@@ -174,6 +200,7 @@ def test_sigkill_at_five_points_then_resume_logs_every_step_once(cache_dir, sqli
     args = ["--max-steps", str(steps), "--logging-steps", "1", "--save-steps", "10", "--per-device-train-batch-size",
             "8", "--dataloader-num-workers", "0", "--output-dir", str(out)]
     logs = [tmp_path / f"attempt-{i}.log" for i in range(6)]
+    step_files = [tmp_path / f"attempt-{i}.steps" for i in range(6)]
     folder = {}
 
     def run_folder():
@@ -181,9 +208,17 @@ def test_sigkill_at_five_points_then_resume_logs_every_step_once(cache_dir, sqli
         folder["path"] = out / run_id if run_id else None
         return run_id
 
-    def shipped_mid_window(log, before):  # a periodic shipment of this attempt landed past its last checkpoint
-        landed = max(_steps(client, run_id, "loss"), default=0) > max(before, _latest_checkpoint(folder["path"]))
-        return landed and time.sleep(1) is None  # 1 s into the 5 s window: the steps since wait in memory
+    shipment = {}
+
+    def shipped_mid_window(log, before):
+        """A periodic shipment of this attempt landed past its last checkpoint, and the attempt has trained two
+        steps since it saw that: those wait in memory for the next shipment (every 5 s)."""
+        taken = _steps_taken(step_files[1])
+        if "seen_at" not in shipment:
+            if max(_steps(client, run_id, "loss"), default=0) > max(before, _latest_checkpoint(folder["path"])):
+                shipment["seen_at"] = taken
+            return False
+        return taken >= shipment["seen_at"] + 2
 
     def saved_its_own_checkpoint(log, before):
         resumed = _resume_step(log)
@@ -200,10 +235,10 @@ def test_sigkill_at_five_points_then_resume_logs_every_step_once(cache_dir, sqli
     for attempt, (what, condition) in enumerate(kill_points):
         before = max(_steps(client, run_id, "loss"), default=0) if run_id else 0
         proc = _train([*args, *(["--resume", "true"] if attempt else [])], logs[attempt], start_new_session=True,
-                      env_extra=PACED)
-        run_id = _wait_for(run_folder)
+                      env_extra={**PACED, "BRIDGETOWER_TEST_STEP_FILE": str(step_files[attempt])})
+        run_id = _wait_for(run_folder, "the run")
         _wait_for(lambda c=condition, log=logs[attempt], p=proc, b=before: c(log, b) or p.poll() is not None,
-                  interval=0.05)
+                  what, interval=0.05, seen=lambda a=attempt: f"{_steps_taken(step_files[a])} steps in this attempt")
         assert proc.poll() is None, f"attempt {attempt} ended before '{what}': {logs[attempt].read_text()[-2000:]}"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -235,7 +270,8 @@ def test_resume_with_a_different_learning_rate_is_refused(cache_dir, sqlite_uri,
     args = ["--max-steps", "5", "--save-steps", "5", "--per-device-train-batch-size", "8", "--dataloader-num-workers",
             "0", "--log-model", "false", "--output-dir", str(tmp_path / "out")]
     done = _train(args)
-    assert done.wait(timeout=600) == 0
+    _, err = done.communicate(timeout=600)
+    assert done.returncode == 0, err[-3000:]
     again = _train([*args, "--resume", "true", "--learning-rate", "5e-5"])
     _, err = again.communicate(timeout=600)
     assert again.returncode == 2
@@ -259,14 +295,20 @@ def test_outage_under_the_product_defaults_with_another_stores_leftovers(cache_d
     server = MlflowServer(f"sqlite:///{tmp_path / 'outage.db'}", tmp_path / "artifacts").start()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
     client, steps = MlflowClient(server.url), 80
+    step_file = tmp_path / "steps"
     proc = _train(["--max-steps", str(steps), "--logging-steps", "1", "--per-device-train-batch-size", "8",
-                   "--dataloader-num-workers", "0", "--log-model", "false"], tmp_path / "train.log", env_extra=PACED)
+                   "--dataloader-num-workers", "0", "--log-model", "false"], tmp_path / "train.log",
+                  env_extra={**PACED, "BRIDGETOWER_TEST_STEP_FILE": str(step_file)})
     try:
-        run_id = _wait_for(lambda: _one_run(client))
-        _wait_for(lambda: len(_steps(client, run_id, "loss")) >= 3)
+        run_id = _wait_for(lambda: _one_run(client), "the run")
+        _wait_for(lambda: len(_steps(client, run_id, "loss")) >= 3, "3 losses in the store")
         server.stop()
-        time.sleep(20)
-        server.start()  # the run may have ended meanwhile: its end waits for the server (120 s by default)
+        down, at_down = time.monotonic(), _steps_taken(step_file)
+        # 20 s away, with training going on meanwhile (or over: its end waits for the server, 120 s by default)
+        _wait_for(lambda: time.monotonic() - down >= 20 and _steps_taken(step_file) >= min(steps, at_down + 3)
+                  or proc.poll() is not None, "20 s and 3 steps while the server is away",
+                  seen=lambda: _steps_taken(step_file))
+        server.start()
         assert proc.wait(timeout=900) == 0, (tmp_path / "train.log").read_text()[-3000:]
     finally:
         proc.kill()

@@ -126,6 +126,20 @@ def _wait_for(paths, timeout=60.0) -> list[int]:
     return [int(path.read_text()) for path in paths]
 
 
+def _wait_for_runs(url: str, experiment: str, expected: dict[str, str], timeout=60.0) -> None:
+    """Until the sweep's children are `expected` ({run name: status})."""
+    deadline, seen = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        try:
+            seen = {name: run.info.status for name, run in _runs(url, experiment)[1].items()}
+        except (ValueError, AttributeError):  # the experiment or the sweep's run is not there yet
+            seen = None
+        if seen == expected:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"waited {timeout} s for the cells {expected}; saw {seen}")
+
+
 def _alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
@@ -209,7 +223,7 @@ def test_ctrl_c_cancels_the_cells_and_leaves_no_run_running(ray_cluster, server,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal, even under CI
     trains = _wait_for([fake_train / "w0.pid", fake_train / "w1.pid"])
-    time.sleep(1)
+    _wait_for_runs(server.url, "ctrl-c", {"cpu w0 decode=cpu r1": "RUNNING", "cpu w1 decode=cpu r1": "RUNNING"})
     driver.send_signal(signal.SIGINT)
     output, _ = driver.communicate(timeout=90)
     assert driver.returncode != 0 and "cancelling" in output, output
@@ -251,7 +265,8 @@ def test_an_unreachable_ray_address_fails_in_seconds(monkeypatch):
     started = time.monotonic()
     result = CliRunner().invoke(sweep_command, ["--backend", "ray", "--ray-address", "127.0.0.1:9"])
     assert result.exit_code == 2 and "ray_address: invalid value '127.0.0.1:9'" in result.stderr
-    assert "nothing answers at 127.0.0.1:9" in result.stderr and time.monotonic() - started < 30
+    assert "nothing answers at 127.0.0.1:9" in result.stderr, result.stderr
+    assert time.monotonic() - started < 30, f"refused {time.monotonic() - started:.1f} s after the sweep started"
 
 
 def test_sweep_help_does_not_import_ray():

@@ -3,7 +3,10 @@
 Samplers return bare names; the monitor adds `system/` once (and, where the job spans several nodes,
 `system/node_<n>/` for each node's host series: SeriesNames). A failing sampler is a warning and
 the others go on (telemetry fails soft). On a resumed run the series continue after their last step.
-The thread runs at a lower priority than training, named `system-monitor` where the kernel shows it.
+The thread is named `system-monitor` where the kernel shows it, at training's priority (thread_names.py says why).
+A sample that comes more than two intervals after the previous one is late: one warning says how late, and
+the run carries the count and the largest gap (`system/monitor_late_samples`, `system/monitor_max_gap_seconds`),
+so a starved monitor shows as a figure instead of a silent hole in the series.
 """
 
 from __future__ import annotations
@@ -15,14 +18,15 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..contract import SYSTEM_PREFIX
-from .thread_priority import lower_this_thread_priority
+from ..contract import MONITOR_LATE_SAMPLES, MONITOR_MAX_GAP, SYSTEM_PREFIX
+from .thread_names import name_this_thread
 
 log = logging.getLogger(__name__)
 
 
 NODE_SERIES = ("cpu_utilization_percentage", "system_memory_usage_megabytes", "system_memory_usage_percentage",
-               "dataloader_workers_cpu_percentage", "dataloader_workers_count")
+               "dataloader_workers_cpu_percentage", "dataloader_workers_count", MONITOR_LATE_SAMPLES, MONITOR_MAX_GAP)
+LATE_AFTER_INTERVALS = 2  # a sample later than this many intervals after the previous one is late
 JOB_SERIES = ("dataloader_workers_cpu_percentage", "dataloader_workers_count")  # the whole job's: every node's sum
 
 
@@ -66,6 +70,34 @@ def sum_by_step(per_node) -> list[tuple[int, int, dict[str, float]]]:
     return summed
 
 
+class Lateness:
+    """How late the monitor's samples came: each gap over LATE_AFTER_INTERVALS intervals is one warning."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval, self.late, self.max_gap = interval, 0, 0.0
+        self.began = False
+        self._previous = 0.0
+
+    def begin(self) -> None:
+        self._previous, self.began = time.monotonic(), True
+
+    def sampled(self) -> bool:
+        """Note a sample now; True when it was late."""
+        now = time.monotonic()
+        gap, self._previous = now - self._previous, now
+        self.max_gap = max(self.max_gap, gap)
+        if gap <= LATE_AFTER_INTERVALS * self.interval:
+            return False
+        self.late += 1
+        log.warning("system metrics: this sample came %.1f s after the previous one (interval %.1f s): the monitor "
+                    "thread was held up, so the system/ series have a hole there (%d late so far)",
+                    gap, self.interval, self.late)
+        return True
+
+    def figures(self) -> dict[str, float]:
+        return {MONITOR_LATE_SAMPLES: float(self.late), MONITOR_MAX_GAP: round(self.max_gap, 3)}
+
+
 class SystemMonitor:
     """Every `interval` s: {system/<name>: value} from every sampler, one step per sample."""
 
@@ -79,6 +111,7 @@ class SystemMonitor:
         self._thread = threading.Thread(target=self._loop, name="system-monitor", daemon=True)
         self._warned: set[str] = set()
         self._sums: dict[str, list[float]] = {}  # bare name -> [total, count], for the run's advice
+        self.lateness = Lateness(interval)
 
     def start(self) -> SystemMonitor:
         for sampler in self.samplers:
@@ -100,21 +133,26 @@ class SystemMonitor:
         return values
 
     def _loop(self) -> None:
-        lower_this_thread_priority()  # a saturated host serves training first; samples only wait their turn
+        name_this_thread()
+        self.lateness.begin()
         while not self._stop.wait(self.interval):
             values = self.sample_once()
+            if self.lateness.sampled():
+                values.update(self.lateness.figures())
             if not values:
                 continue
-            timestamp = int(time.time() * 1000)
-            for name, value in values.items():
-                for key in self.names.keys(name):
-                    self.sink.log_metric(key, value, self.step, timestamp)
-                total = self._sums.setdefault(name, [0.0, 0])
-                total[0], total[1] = total[0] + value, total[1] + 1
-            kept = {name: values[name] for name in self.names.kept if name in values}
-            if kept:
-                self.kept.append((self.step, timestamp, kept))
-            self.step += 1
+            self._log(values, int(time.time() * 1000))
+
+    def _log(self, values: Mapping[str, float], timestamp: int) -> None:
+        for name, value in values.items():
+            for key in self.names.keys(name):
+                self.sink.log_metric(key, value, self.step, timestamp)
+            total = self._sums.setdefault(name, [0.0, 0])
+            total[0], total[1] = total[0] + value, total[1] + 1
+        kept = {name: values[name] for name in self.names.kept if name in values}
+        if kept:
+            self.kept.append((self.step, timestamp, kept))
+        self.step += 1
 
     def mean(self, pattern: str) -> float | None:
         """Mean over the run of every series whose bare name matches `pattern` (None when never sampled)."""
@@ -123,9 +161,12 @@ class SystemMonitor:
         return sum(t[0] for t in totals) / count if count else None
 
     def stop(self) -> None:
+        """Stop sampling; the run keeps the monitor's lateness figures (zeros when it was never late)."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
+        if not self._thread.is_alive() and self.lateness.began:
+            self._log(self.lateness.figures(), int(time.time() * 1000))
         for sampler in self.samplers:
             try:
                 sampler.close()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import METRICS_PER_BATCH
-from ..telemetry.thread_priority import lower_this_thread_priority
+from ..telemetry.thread_names import name_this_thread
 from .spill import adopt, append_whole, replace_whole
 from .spill_format import from_line, send_records, to_line
 
@@ -151,7 +151,7 @@ class MetricBuffer:
                 self._read_pos = 0
 
     def _run(self) -> None:
-        lower_this_thread_priority()  # a saturated host serves training first
+        name_this_thread()
         backoff, down_since = self.flush_interval, None
         while True:
             batch, origin, position = self._next_batch()
