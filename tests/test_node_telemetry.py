@@ -56,8 +56,11 @@ def test_job_series_sum_the_steps_every_node_sampled():
     assert sum_by_step([]) == []
 
 
-def _rank_with_a_worker(started, release):
-    """A stand-in rank: it starts one worker (a child) and waits."""
+def _rank_with_a_worker(started, release, burn_seconds=0.0):
+    """A stand-in rank: it spends `burn_seconds` of CPU, starts one worker (a child) and waits."""
+    spent = time.process_time() + burn_seconds
+    while time.process_time() < spent:
+        pass
     context = multiprocessing.get_context("fork")
     worker = context.Process(target=release.wait, args=(60,))
     worker.start()
@@ -68,9 +71,9 @@ def _rank_with_a_worker(started, release):
 def test_sampler_over_two_ranks_counts_both_ranks_workers_and_survives_one_ending():
     context = multiprocessing.get_context("fork")
     ranks, releases = [], []
-    for _ in range(2):
+    for burn in (0.0, 0.3):
         started, release = context.Event(), context.Event()
-        rank = context.Process(target=_rank_with_a_worker, args=(started, release))
+        rank = context.Process(target=_rank_with_a_worker, args=(started, release, burn))
         rank.start()
         assert started.wait(60)
         ranks.append(rank)
@@ -78,10 +81,14 @@ def test_sampler_over_two_ranks_counts_both_ranks_workers_and_survives_one_endin
     try:
         sampler = HostCpuSampler(*(rank.pid for rank in ranks))
         assert sampler.sample()["dataloader_workers_count"] == 2.0
+        before = sampler.cpu_seconds().main
+        assert before >= 0.25, before  # the second rank's 0.3 s are counted
         releases[1].set()
         ranks[1].join(60)
-        after = sampler.sample()  # that rank has ended: no error, its CPU seconds are not taken back
-        assert after["dataloader_workers_count"] == 1.0 and after["main_process_cpu_percentage"] >= 0.0
+        after = sampler.sample()  # that rank has ended: no error
+        assert after["dataloader_workers_count"] == 1.0
+        kept = sampler.cpu_seconds().main
+        assert kept >= before - 0.02, (before, kept)  # its CPU seconds are not taken back
     finally:
         for release, rank in zip(releases, ranks):
             release.set()
