@@ -24,11 +24,15 @@ PACED = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "tests" / "fakes
 def _train(args, log_path=None, env_extra=None, **popen):
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}",
            "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL": str(INTERVAL_S), **(env_extra or {})}
-    # with a log file, stdout goes there too: a pipe nobody reads until the end would block the run once full
+    # with a log file, stdout goes to <log>.stdout: a pipe nobody reads until the end would block the run once full
     err = open(log_path, "w") if log_path else subprocess.PIPE
-    out = err if log_path else subprocess.PIPE
+    out = open(_stdout_of(log_path), "w") if log_path else subprocess.PIPE
     return subprocess.Popen([str(BIN / "bridgetower-mlflow"), "train", *args], env=env, text=True,
                             stdout=out, stderr=err, **popen)
+
+
+def _stdout_of(log_path):
+    return log_path.with_name(log_path.name + ".stdout")
 
 
 def _wait_for(predicate, what="the condition", timeout=400, interval=0.5, seen=lambda: None):
@@ -166,10 +170,10 @@ def test_spills_of_a_killed_run_and_of_a_server_gone_for_good_are_recorded(cache
     assert set(range(1, covered + 1)) <= set(_steps(client, dead_id, "loss"))  # replayed before the new run logged
     assert sorted(set(_steps(client, dead_id, "loss"))) == _steps(client, dead_id, "loss")  # each step once
     server.stop()
-    out, _ = gone.communicate(timeout=900)
+    gone.wait(timeout=900)
     error = (tmp_path / "gone.log").read_text().strip().splitlines()[-1]
     assert gone.returncode == 2 and error.startswith("error: tracking: the run trained, but "), error
-    assert "(not recorded yet: tracking server away)" in out
+    assert "(not recorded yet: tracking server away)" in _stdout_of(tmp_path / "gone.log").read_text()
     spill = error.rsplit(" ", 1)[-1]
     assert spill == str(spills / f"{gone_id}.spill.jsonl")
     # 3. the server is back (hours later, say): upload-spill records the run as it ended
