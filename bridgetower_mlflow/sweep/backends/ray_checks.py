@@ -84,16 +84,3 @@ def check_feasible(request: dict[str, float], nodes: list[dict], address: str) -
     wanted = ", ".join(f"{key} {value:g}" for key, value in request.items())
     raise ConfigError("ray_address", address, f"allowed: a Ray cluster with a node that has {wanted} (nodes "
                                               f"here: {offered})")
-
-
-def requested_devices(passthrough: list[str]) -> int:
-    """The `--devices N` every train run of the sweep gets (1 when not given)."""
-    from ...config import parse_int
-
-    value = "1"
-    for index, arg in enumerate(passthrough):
-        if arg == "--devices" and index + 1 < len(passthrough):
-            value = passthrough[index + 1]
-        elif arg.startswith("--devices="):
-            value = arg.split("=", 1)[1]
-    return parse_int("devices", value, 1)
