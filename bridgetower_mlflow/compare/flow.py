@@ -12,7 +12,7 @@ from ..contract import NOTE_LIMIT, NOTE_TAG, RUN_KIND_COMPARE, RUN_KIND_TAG
 from ..errors import ConfigError
 from ..redact import redact_text
 from ..tracking.runs import FINISHED, create_run, settle_run
-from . import render
+from . import export, render
 from .gate import GateResult, check_gate, gate_document, write_gate
 from .headline import build_headline
 from .options import CompareOptions, ParsedOptions, parse_options
@@ -20,6 +20,8 @@ from .progress import ReadProgress
 from .published_pairs import build_published_pairs
 from .records import fetch_run_records
 from .references.published import ALL_CAVEATS, OWN_LARGEST_BATCH_SOURCES, reference_notes, reference_records
+from .repeats import unmatched_notes
+from .results import log_results
 from .scope import CompareScope, nothing_matched, resolve_scope
 from .speedups import Comparison, build_sections
 
@@ -52,7 +54,7 @@ def build_comparison(client, options: CompareOptions, parsed: ParsedOptions | No
     present = sorted({r.accelerator for r in records})
     if parsed.baseline and parsed.baseline not in present:
         raise ConfigError("baseline", options.baseline, "accelerators present: " + ", ".join(present))
-    sections = build_sections(records, parsed.baseline, parsed.allow_diff)
+    sections = build_sections(records, parsed.baseline, parsed.allow_diff, tuple(fetched.failed_repeats))
     comparison = Comparison(
         sections=sections, baseline=parsed.baseline, allow_diff=parsed.allow_diff,
         run_count=len(fetched.records), left_out=dict(fetched.left_out), experiments=scope.describe(),
@@ -62,6 +64,8 @@ def build_comparison(client, options: CompareOptions, parsed: ParsedOptions | No
     if parsed.baseline is None:
         comparison.notes.append("Baseline per configuration: a100 where present, else the first accelerator.")
     comparison.notes += reference_notes(parsed.reference)
+    swept = {(r.parent_run_id, r.sweep_cell) for r in fetched.records if r.sweep_cell}
+    comparison.notes += unmatched_notes(fetched.failed_repeats, swept)
     unpriced = [name for name in present if parsed.prices and name not in parsed.prices.usd_per_device_hour]
     if unpriced:
         comparison.notes.append("No price given for: " + ", ".join(unpriced) + " (their cost cells read -).")
@@ -88,8 +92,8 @@ def write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool = Fa
     contents = {
         "report.md": render.to_markdown(comparison, ALL_CAVEATS),
         "report.txt": render.to_text(comparison, ALL_CAVEATS),
-        "speedups.csv": render.to_csv(comparison),
-        "speedups.json": render.to_json(comparison, ALL_CAVEATS),
+        "speedups.csv": export.to_csv(comparison),
+        "speedups.json": export.to_json(comparison, ALL_CAVEATS),
     }
     if with_gate:
         contents[GATE_ARTIFACT] = json.dumps(gate_document(comparison), indent=2) + "\n"
@@ -170,6 +174,7 @@ def log_compare_run(client, options: CompareOptions, scope: CompareScope, outcom
         tags[RUN_KIND_TAG] = RUN_KIND_COMPARE  # the run `mlflow run -e compare` created
     client.log_batch(run_id, tags=[RunTag(key, value) for key, value in tags.items()])
     client.log_artifacts(run_id, str(output_dir), ARTIFACT_DIR)
+    log_results(client, run_id, outcome.comparison, outcome.gate)
     if created:
         settle_run(client, run_id, FINISHED)
     return run_id

@@ -1,11 +1,16 @@
-"""Pure headline: each Gaudi column against each GPU column of a section, whatever the baseline."""
+"""Pure headline: each Gaudi column against each GPU column of a section, whatever the baseline.
+
+Pairs sit at one axis point: the same batch size, device count and strategy on both sides.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..contract import accelerator_family as contract_family
+from .axes import AxisPoint
 from .grouping import GroupStats, Setting, ratio
+from .phases import gap_sentence
 from .speedups import ConfigSection
 from .stats import within_noise
 
@@ -45,6 +50,7 @@ class HeadlinePair:
     best_gaudi: GroupStats
     best_gpu: GroupStats
     every_setting: tuple[SettingPair, ...] = ()  # every setting both ran, in the section's order
+    point: AxisPoint = AxisPoint()  # where on the section's swept axes both sides ran
 
     @property
     def matched_speedup(self) -> float | None:
@@ -63,6 +69,23 @@ class HeadlinePair:
     def best_within_noise(self) -> bool:
         return within_noise(self.best_gaudi, self.best_gpu)
 
+    @property
+    def why(self) -> str | None:
+        """The phase behind most of the gap, as both sides' shares (matched cells, else best); None unmeasured."""
+        if self.matched_gaudi is not None and self.matched_gpu is not None:
+            return explain_gap(self.gaudi, self.matched_gaudi, self.gpu, self.matched_gpu)
+        return explain_gap(self.gaudi, self.best_gaudi, self.gpu, self.best_gpu)
+
+
+def explain_gap(first_name: str, first: GroupStats, second_name: str, second: GroupStats) -> str | None:
+    """`h100 waits 31 % on data, gaudi2 4 %`: the slower cell's phase that explains most of the gap."""
+    if not first.phase_fractions or not second.phase_fractions or first.median == second.median:
+        return None
+    (slow_name, slow), (fast_name, fast) = sorted(((first_name, first), (second_name, second)),
+                                                  key=lambda side: side[1].median)
+    return gap_sentence(slow_name, (slow.phase_shares(), slow.phase_step_seconds()),
+                        fast_name, (fast.phase_shares(), fast.phase_step_seconds()))
+
 
 def accelerator_family(name: str) -> str:
     """gaudi, cuda, cpu, or `other` for a name that is none of the accelerator names."""
@@ -74,10 +97,12 @@ def column_accelerators(section: ConfigSection) -> dict[str, str]:
     return {row.column: row.best.accelerator for row in section.best_rows}
 
 
-def _pair(index: int, section: ConfigSection, gaudi: str, gpu: str) -> HeadlinePair:
-    shared = [row for row in section.rows if gaudi in row.cells and gpu in row.cells]
+def _pair(index: int, section: ConfigSection, point: AxisPoint, gaudi: str, gpu: str) -> HeadlinePair | None:
+    best = {column: row.best for column, row in section.best_at(point).items()}
+    if gaudi not in best or gpu not in best:
+        return None  # one side did not run at this point: never paired across batch sizes or device counts
+    shared = [row for row in section.rows if row.point == point and gaudi in row.cells and gpu in row.cells]
     matched = max(shared, key=lambda row: row.cells[gpu].median, default=None)
-    best = {row.column: row.best for row in section.best_rows}
     return HeadlinePair(
         section_index=index, section=section, gaudi=gaudi, gpu=gpu,
         matched_setting=matched.setting if matched else None,
@@ -85,17 +110,20 @@ def _pair(index: int, section: ConfigSection, gaudi: str, gpu: str) -> HeadlineP
         matched_gpu=matched.cells[gpu] if matched else None,
         best_gaudi=best[gaudi], best_gpu=best[gpu],
         every_setting=tuple(SettingPair(row.setting, row.cells[gaudi], row.cells[gpu]) for row in shared),
+        point=point,
     )
 
 
 def build_headline(sections: list[ConfigSection]) -> list[HeadlinePair]:
-    """Every (Gaudi, GPU) column pair within each section: measured sections first, as listed."""
+    """Every (Gaudi, GPU) column pair at each point of each section: measured sections first, as listed."""
     pairs = []
     for index, section in enumerate(sections, 1):
         kinds = {column: accelerator_family(accel) for column, accel in column_accelerators(section).items()}
         gaudis = [c for c in section.columns if kinds.get(c) == GAUDI_FAMILY]
         gpus = [c for c in section.columns if kinds.get(c) == GPU_FAMILY]
-        pairs += [_pair(index, section, gaudi, gpu) for gaudi in gaudis for gpu in gpus]
+        found = (_pair(index, section, point, gaudi, gpu) for point in section.points
+                 for gaudi in gaudis for gpu in gpus)
+        pairs += [pair for pair in found if pair is not None]
     return pairs
 
 

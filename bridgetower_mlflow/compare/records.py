@@ -7,26 +7,32 @@ from dataclasses import dataclass, field
 
 from ..contract import (
     ACCELERATOR_TAG,
+    BOTTLENECK_TAG,
     DATA_LOADER_TAG,
     DECODE_TAG,
     DEVICE_COUNT_TAG,
     DEVICE_NAME_TAG,
+    HOST_CPU_COUNT_TAG,
     INPUT_BOUND_TAG,
     JOULES_PER_SAMPLE_METRIC,
     MFU_METRIC,
     PARENT_RUN_TAG,
     PEAK_MEMORY_METRIC,
+    PHASES_MERGED_TAG,
     PRECISION_TAG,
     RUN_KIND_TAG,
     RUN_KIND_TRAIN,
     RUN_NAME_TAG,
     RUNTIME_METRIC,
+    SWEEP_CELL_TAG,
     TFLOPS_METRIC,
     THROUGHPUT_METRIC,
     THROUGHPUT_PER_DEVICE_METRIC,
     WAIT_METRIC,
     WARMUP_TAG,
 )
+from .phases import Phases, read_phases
+from .repeats import FailedRepeat, failed_repeat
 
 TRAIN_FILTER = f"tags.`{RUN_KIND_TAG}` = '{RUN_KIND_TRAIN}'"
 PAGE_SIZE = 5000
@@ -67,6 +73,12 @@ class RunRecord:
     joules_per_sample: float | None = None
     device_peak_memory_gb: float | None = None  # the main device's peak, where the device reports one
     image_backend: str = "fast"  # the CPU image transform (runs from before the option ran the fast one)
+    phase_fractions: Phases = ()  # ((phase, share of the step), ...): only where train measured phases
+    phase_seconds: Phases = ()  # ((phase, seconds per step), ...)
+    phases_merged: str = ""  # what the run merged (Gaudi lazy mode: forward+backward)
+    bottleneck: str = ""
+    host_cpu_count: str = ""  # the host's cores (what CPU devices share)
+    sweep_cell: str = ""  # the sweep grid cell this run repeats, where a sweep ran it
 
 
 @dataclass
@@ -75,6 +87,7 @@ class FetchedRuns:
 
     records: list[RunRecord] = field(default_factory=list)
     left_out: Counter = field(default_factory=Counter)  # status or reason -> count
+    failed_repeats: list[FailedRepeat] = field(default_factory=list)  # failed sweep children, kept for their cells
 
 
 def normalize_int(value, default: str = "") -> str:
@@ -97,6 +110,7 @@ def record_from_run(run) -> RunRecord | None:
         return None
     data_loader = tags.get(DATA_LOADER_TAG, "")
     dataset_config = params.get("dataset_config", "")
+    fractions, seconds = read_phases(metrics)
     return RunRecord(
         run_id=run.info.run_id,
         run_name=run.info.run_name or tags.get(RUN_NAME_TAG, ""),
@@ -128,6 +142,9 @@ def record_from_run(run) -> RunRecord | None:
         joules_per_sample=metrics.get(JOULES_PER_SAMPLE_METRIC),
         device_peak_memory_gb=metrics.get(PEAK_MEMORY_METRIC),
         image_backend=params.get("image_backend") or "fast",
+        phase_fractions=fractions, phase_seconds=seconds, phases_merged=tags.get(PHASES_MERGED_TAG, ""),
+        bottleneck=tags.get(BOTTLENECK_TAG, ""), host_cpu_count=tags.get(HOST_CPU_COUNT_TAG, ""),
+        sweep_cell=tags.get(SWEEP_CELL_TAG, ""),
     )
 
 
@@ -155,7 +172,7 @@ def iterate_runs(client, experiment_ids, filter_string: str, page_size: int | No
 
 
 def fetch_run_records(client, experiment_ids, extra_filter: str = "", progress=None) -> FetchedRuns:
-    """Finished train runs as RunRecords; unfinished/failed ones counted by status."""
+    """Finished train runs as RunRecords; unfinished/failed ones counted by status, failed sweep repeats kept."""
     fetched = FetchedRuns()
     finished = combine_filters(TRAIN_FILTER, "attributes.status = 'FINISHED'", extra_filter)
     for run in iterate_runs(client, experiment_ids, finished, progress=progress):
@@ -172,6 +189,9 @@ def fetch_run_records(client, experiment_ids, extra_filter: str = "", progress=N
     others = combine_filters(TRAIN_FILTER, "attributes.status != 'FINISHED'", extra_filter)
     for run in iterate_runs(client, experiment_ids, others, progress=progress):
         fetched.left_out[run.info.status] += 1
+        failure = failed_repeat(run)
+        if failure is not None:
+            fetched.failed_repeats.append(failure)
     if progress is not None:
         progress.done()
     return fetched

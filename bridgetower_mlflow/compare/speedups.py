@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
+from .axes import AXIS_KEYS, AxisPoint, point_of, varying_axes
 from .cost import PriceList
 from .grouping import (
     CONFIG_KEYS,
     SHORT_KEY_NAMES,
+    STUDY_BASELINE_SETTING,
     GroupStats,
     Setting,
     accelerator_sort_key,
@@ -16,39 +18,51 @@ from .grouping import (
     ratio,
 )
 from .records import RunRecord
+from .repeats import FailedRepeat
 
 PREFERRED_BASELINE = "a100"
 
 
 @dataclass
 class SpeedupRow:
-    """Table 1: one setting, each column's throughput and its speedup over the baseline column."""
+    """Table 1: one setting at one axis point, each column's throughput and its speedup over the baseline column."""
 
     setting: Setting
     cells: dict[str, GroupStats]
     vs_baseline: dict[str, float | None]
+    point: AxisPoint = AxisPoint()
+
+    @property
+    def label(self) -> str:
+        return " ".join(part for part in (self.setting.label, self.point.label) if part)
 
 
 @dataclass
 class SettingSpeedupRow:
-    """Table 2: one setting, each column's speedup over its own workers=0 CPU-decode setting."""
+    """Table 2: one setting, each column's speedup over its own workers=0 CPU-decode setting at the same point."""
 
     setting: Setting
     vs_baseline_setting: dict[str, float | None]
+    point: AxisPoint = AxisPoint()
+
+    @property
+    def label(self) -> str:
+        return " ".join(part for part in (self.setting.label, self.point.label) if part)
 
 
 @dataclass
 class BestRow:
-    """Table 3: a column's best setting, head to head with the baseline column's best."""
+    """Table 3: a column's best setting at one axis point, head to head with the baseline column's best there."""
 
     column: str
     best: GroupStats
     vs_baseline: float | None
+    point: AxisPoint = AxisPoint()
 
 
 @dataclass
 class ConfigSection:
-    """Everything measured under one configuration (allowed differences shown, not hidden)."""
+    """Everything measured under one configuration (allowed differences shown, swept axes as curves)."""
 
     source: str
     warmup: str
@@ -59,6 +73,9 @@ class ConfigSection:
     rows: list[SpeedupRow] = field(default_factory=list)
     setting_rows: list[SettingSpeedupRow] = field(default_factory=list)
     best_rows: list[BestRow] = field(default_factory=list)
+    axes: tuple[str, ...] = ()  # the swept axes (strategy, devices, batch size) that vary here
+    points: list[AxisPoint] = field(default_factory=list)  # where on them cells sit, in axis order
+    invalid: list[GroupStats] = field(default_factory=list)  # cells left out: too many failed repeats
 
     @property
     def published(self) -> bool:
@@ -67,6 +84,10 @@ class ConfigSection:
     def title(self) -> str:
         parts = [f"{SHORT_KEY_NAMES.get(k, k)}={v}" for k, v in self.config.items() if v != ""]
         return ", ".join(parts + [f"warmup steps={self.warmup}"])
+
+    def best_at(self, point: AxisPoint) -> dict[str, BestRow]:
+        """Column -> its best row at one axis point."""
+        return {row.column: row for row in self.best_rows if row.point == point}
 
 
 def parse_allow_diff(text: str | None) -> tuple[str, ...]:
@@ -81,11 +102,16 @@ def parse_allow_diff(text: str | None) -> tuple[str, ...]:
     return keys
 
 
-def build_sections(records: list[RunRecord], baseline: str | None, allow_diff=()) -> list[ConfigSection]:
-    """Group records and build the three tables for every configuration section."""
+def build_sections(records: list[RunRecord], baseline: str | None, allow_diff=(),
+                   failures: tuple[FailedRepeat, ...] = ()) -> list[ConfigSection]:
+    """Group records and build the three tables for every configuration section.
+
+    Runs that differ only in a swept axis (strategy, devices, batch size) share a section, one row per
+    setting and point, so their curves can be drawn; an allowed difference is a column's, not an axis.
+    """
     by_section: dict[tuple, list[GroupStats]] = {}
-    for group in group_records(records):
-        fixed = tuple(v for k, v in group.config.items() if k not in allow_diff)
+    for group in group_records(records, failures):
+        fixed = tuple(v for k, v in group.config.items() if k not in allow_diff and k not in AXIS_KEYS)
         by_section.setdefault((not group.published, group.source, group.warmup, fixed), []).append(group)
     sections = [
         _build_section(groups, baseline, allow_diff)
@@ -116,11 +142,15 @@ def _build_section(groups: list[GroupStats], baseline: str | None, allow_diff) -
         k: {c: column_groups[c][0].config[k] for c in columns}
         for k in allow_diff if k not in config
     }
+    axes = varying_axes([g.config for g in groups], tuple(allow_diff))
+    valid = {c: [g for g in gs if not g.invalid] for c, gs in column_groups.items()}
     section = ConfigSection(
         source=first.source, warmup=first.warmup, config=config, differences=differences,
-        columns=columns, baseline_column=_baseline_column(columns, column_groups, baseline),
+        columns=[c for c in columns if valid[c]], baseline_column=_baseline_column(columns, column_groups, baseline),
+        axes=axes, points=sorted({point_of(g.config, axes) for g in groups}, key=AxisPoint.sort_key),
+        invalid=[g for c in columns for g in column_groups[c] if g.invalid],
     )
-    _fill_tables(section, column_groups)
+    _fill_tables(section, {c: gs for c, gs in valid.items() if gs})
     return section
 
 
@@ -133,24 +163,25 @@ def _baseline_column(columns, column_groups, baseline: str | None) -> str | None
 
 
 def _fill_tables(section: ConfigSection, column_groups: dict[str, list[GroupStats]]) -> None:
-    cell_of = {(c, g.setting): g for c, gs in column_groups.items() for g in gs}
-    settings = sorted({g.setting for gs in column_groups.values() for g in gs}, key=Setting.sort_key)
+    cell_of = {(c, point_of(g.config, section.axes), g.setting): g for c, gs in column_groups.items() for g in gs}
+    places = sorted({(point, setting) for _, point, setting in cell_of},
+                    key=lambda place: (place[0].sort_key(), place[1].sort_key()))
     base = section.baseline_column
-    for setting in settings:
-        cells = {c: cell_of[(c, setting)] for c in section.columns if (c, setting) in cell_of}
+    for point, setting in places:
+        cells = {c: cell_of[(c, point, setting)] for c in section.columns if (c, point, setting) in cell_of}
         base_cell = cells.get(base)
         section.rows.append(SpeedupRow(setting, cells, {
             c: ratio(g.median, base_cell.median if base_cell else None) for c, g in cells.items()
-        }))
+        }, point))
         section.setting_rows.append(SettingSpeedupRow(setting, {
-            c: ratio(g.median, _median(cell_of.get((c, Setting(0, "cpu"))))) for c, g in cells.items()
-        }))
-    best = {c: max(gs, key=lambda g: g.median) for c, gs in column_groups.items()}
-    base_best = best.get(base)
-    section.best_rows = [
-        BestRow(c, best[c], ratio(best[c].median, base_best.median if base_best else None))
-        for c in section.columns
-    ]
+            c: ratio(g.median, _median(cell_of.get((c, point, STUDY_BASELINE_SETTING)))) for c, g in cells.items()
+        }, point))
+    for point in section.points:
+        best = {c: max(found, key=lambda g: g.median) for c in section.columns
+                if (found := [g for (col, at, _), g in cell_of.items() if col == c and at == point])}
+        base_best = best.get(base)
+        section.best_rows += [BestRow(c, best[c], ratio(best[c].median, base_best.median if base_best else None),
+                                      point) for c in section.columns if c in best]
 
 
 def _median(group: GroupStats | None) -> float | None:

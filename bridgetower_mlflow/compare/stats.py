@@ -7,16 +7,17 @@ import statistics
 OLYMPIC_MIN_RUNS = 5  # MLPerf's smallest run count (ResNet); fewer runs keep too little after trimming
 
 
-def olympic_mean(values) -> float | None:
+def olympic_mean(values, failed: int = 0) -> float | None:
     """Mean with the single best and worst run dropped (MLPerf's olympic average); None under 5 runs.
 
     Trimming one run from each end never moves the median, so the trimmed *mean* is the aggregate
-    that differs from it.
+    that differs from it. One failed repeat counts as the worst run (the one dropped); with more the
+    cell is invalid and has no average.
     """
     ordered = sorted(values)
-    if len(ordered) < OLYMPIC_MIN_RUNS:
+    if failed > 1 or len(ordered) + failed < OLYMPIC_MIN_RUNS:
         return None
-    return statistics.fmean(ordered[1:-1])
+    return statistics.fmean(ordered[1 - failed:-1])
 
 
 def median_or_none(values) -> float | None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...contract import HOST_NAME_TAG, PARENT_RUN_TAG, RAY_NODE_ID_TAG
-from ..child import CELL_TAG, REPEAT_TAG, ChildResult, SweepContext, create_child, end_child
+from ...contract import HOST_NAME_TAG, PARENT_RUN_TAG, RAY_NODE_ID_TAG, SWEEP_CELL_TAG, SWEEP_REPEAT_TAG
+from ..child import ChildResult, SweepContext, create_child, end_child
 from ..grid import SweepCell
 
 INTERRUPTED = "cancelled: the sweep was interrupted"
@@ -52,8 +52,8 @@ def _node_tags(fields: dict) -> dict:
 
 def find_child(context: SweepContext, cell: SweepCell) -> str | None:
     """The child run a node created for `cell`, if it got that far."""
-    query = (f"tags.`{PARENT_RUN_TAG}` = '{context.parent_run_id}' AND tags.`{CELL_TAG}` = '{cell.setting}' "
-             f"AND tags.`{REPEAT_TAG}` = '{cell.repeat}'")
+    query = (f"tags.`{PARENT_RUN_TAG}` = '{context.parent_run_id}' AND tags.`{SWEEP_CELL_TAG}` = '{cell.setting}' "
+             f"AND tags.`{SWEEP_REPEAT_TAG}` = '{cell.repeat}'")
     runs = context.client.search_runs([context.experiment_id], query, max_results=1)
     return runs[0].info.run_id if runs else None
 
