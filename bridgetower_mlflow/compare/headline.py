@@ -136,4 +136,5 @@ def absent_pair_note(sections: list[ConfigSection]) -> str:
     gaudi = ", ".join(sorted(found[GAUDI_FAMILY])) or "none"
     gpu = ", ".join(sorted(found[GPU_FAMILY])) or "none"
     return (f"No Gaudi-vs-GPU headline: no configuration has both (Gaudi runs: {gaudi}; GPU runs: {gpu}). "
-            "Different batch sizes or device counts are separate configurations; see --allow-diff.")
+            "Pairs need the same batch size and device count on both sides (other values are curves of one "
+            "section, never paired); --allow-diff sets different values side by side.")
