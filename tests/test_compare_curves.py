@@ -7,11 +7,12 @@ from statistics import median
 import pytest
 
 from bridgetower_mlflow.compare.charts import write_charts
+from bridgetower_mlflow.compare.comparison import Comparison
 from bridgetower_mlflow.compare.headline import build_headline
 from bridgetower_mlflow.compare.records import record_from_run
 from bridgetower_mlflow.compare.render import to_text
 from bridgetower_mlflow.compare.scaling import scaling_points
-from bridgetower_mlflow.compare.speedups import Comparison, build_sections
+from bridgetower_mlflow.compare.speedups import build_sections
 from bridgetower_mlflow.compare.tables import section_tables
 
 from fakes.synthetic_runs import TrainRunSpec, fake_run
@@ -79,7 +80,7 @@ def test_headline_pairs_only_at_equal_batch_and_devices():
     (section,) = build_sections(records, None)
     assert section.axes == ("devices", "per_device_train_batch_size")
     pairs = build_headline([section])
-    assert sorted((p.point.label, round(p.best_speedup, 2)) for p in pairs) == [("d1 b32", 2.25), ("d8 b32", 2.25)]
+    assert sorted((p.point.label, round(p.best.speedup, 2)) for p in pairs) == [("d1 b32", 2.25), ("d8 b32", 2.25)]
 
 
 def test_curve_charts_draw_repeats_the_ideal_line_and_the_largest_batch(tmp_path, monkeypatch):

@@ -6,11 +6,12 @@ from types import SimpleNamespace
 import pytest
 
 from bridgetower_mlflow.compare.charts import efficiency_panels, write_charts
+from bridgetower_mlflow.compare.comparison import Comparison
 from bridgetower_mlflow.compare.cost import PriceList
 from bridgetower_mlflow.compare.formatting import format_cell
 from bridgetower_mlflow.compare.headline import build_headline
 from bridgetower_mlflow.compare.records import record_from_run
-from bridgetower_mlflow.compare.speedups import Comparison, build_sections
+from bridgetower_mlflow.compare.speedups import build_sections
 from bridgetower_mlflow.compare.stats import olympic_mean
 from bridgetower_mlflow.compare.tables import section_tables
 
@@ -58,7 +59,7 @@ def test_speedups_whose_ranges_overlap_are_marked_within_noise():
     assert _table(section, "Best setting")[2][0][-1] == "1.00x"  # the baseline against itself
     assert _table(section, "Data-loading")[2][0][1:] == ["1.00x", "1.00x"]
     (pair,) = build_headline([section])
-    assert not pair.best_within_noise and pair.best_speedup == pytest.approx(510 / 420)
+    assert not pair.best.within_noise and pair.best.speedup == pytest.approx(510 / 420)
 
 
 def test_two_single_runs_are_never_called_noise():
@@ -94,9 +95,9 @@ def test_headline_pairs_every_gaudi_with_every_gpu_even_without_a_shared_setting
     pairs = {(p.gaudi, p.gpu): p for p in build_headline([section])}
     assert set(pairs) == {("gaudi2", "h200"), ("gaudi3", "h200")}  # cpu is neither; baseline does not matter
     unmatched = pairs[("gaudi2", "h200")]
-    assert unmatched.matched_setting is None and unmatched.matched_speedup is None
-    assert unmatched.best_speedup == pytest.approx(800 / 700)
-    assert pairs[("gaudi3", "h200")].best_gaudi.setting.label == "w2 decode=device"
+    assert unmatched.matched_setting is None and unmatched.matched is None
+    assert unmatched.best.speedup == pytest.approx(800 / 700)
+    assert pairs[("gaudi3", "h200")].best.gaudi.setting.label == "w2 decode=device"
 
 
 def test_a_speedup_panel_with_one_accelerator_says_why_it_is_empty(tmp_path, monkeypatch):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .comparison import Comparison
 from .cost import PriceList, usd_per_million_samples
 from .curve_charts import write_curve_charts
 from .grouping import GroupStats
 from .phase_chart import write_phase_chart
 from .plotting import pyplot, section_title, wrapped
-from .speedups import Comparison, ConfigSection
+from .speedups import ConfigSection
 
 MAX_SECTIONS = 8
 BAR_AREA = 0.8

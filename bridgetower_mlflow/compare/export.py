@@ -7,13 +7,15 @@ import io
 import json
 
 from ..contract import PEAK_MEMORY_METRIC, THROUGHPUT_METRIC, phase_fraction_metric
+from .comparison import Comparison
 from .cost import usd_per_million_samples
 from .grouping import CONFIG_KEYS, EFFICIENCY_FIELDS, GroupStats
-from .headline import SettingPair
+from .headline import GAUDI_SIDE, GPU_SIDE
+from .pairs import CellPair
 from .phases import PHASE_ORDER
 from .published_pairs import PAIR_RULE, PublishedPair, setting_text
 from .scaling import scaling_points
-from .speedups import Comparison, ConfigSection, SettingSpeedupRow, SpeedupRow
+from .speedups import ConfigSection, SettingSpeedupRow, SpeedupRow
 from .stats import within_noise
 from .tables import pair_place, section_heading
 
@@ -90,19 +92,18 @@ def _cell_record(group: GroupStats) -> dict:
             PEAK_MEMORY_METRIC: group.peak_memory_gb, "run_ids": list(group.run_ids)}
 
 
-def _setting_record(shared: SettingPair) -> dict:
-    return {"setting": shared.setting.label, "gaudi": _cell_record(shared.gaudi), "gpu": _cell_record(shared.gpu),
-            "speedup": shared.speedup, "within_noise": shared.within_noise}
+def _pair_record(cells: CellPair) -> dict:
+    return {GAUDI_SIDE: _cell_record(cells.gaudi), GPU_SIDE: _cell_record(cells.gpu), "speedup": cells.speedup,
+            "within_noise": cells.within_noise}
 
 
 def published_pair_records(pairs: list[PublishedPair]) -> list[dict]:
     """The published pairs across batch sizes as plain numbers (JSON)."""
     return [{
-        "source": pair.source, "caption": pair.caption, "gaudi": pair.gaudi, "gpu": pair.gpu,
+        "source": pair.source, "caption": pair.caption, GAUDI_SIDE: pair.gaudi, GPU_SIDE: pair.gpu,
         "gaudi_batch": pair.gaudi_batch, "gpu_batch": pair.gpu_batch, "rule": PAIR_RULE,
-        "rows": [{"gaudi_setting": setting_text(row.gaudi), "gpu_setting": setting_text(row.gpu),
-                  "matched": row.matched, "speedup": row.speedup, "within_noise": row.within_noise,
-                  "gaudi": _cell_record(row.gaudi), "gpu": _cell_record(row.gpu)} for row in pair.rows],
+        "rows": [{"gaudi_setting": setting_text(row.cells.gaudi), "gpu_setting": setting_text(row.cells.gpu),
+                  "matched": row.matched, **_pair_record(row.cells)} for row in pair.rows],
     } for pair in pairs]
 
 
@@ -112,17 +113,19 @@ def headline_records(comparison: Comparison, nested: bool = True) -> list[dict]:
     for pair in comparison.headline:
         record = {
             "section": pair.section_index, "place": pair_place(pair), "source": pair.section.source,
-            "gaudi": pair.gaudi, "gpu": pair.gpu, "point": pair.point.label,
+            GAUDI_SIDE: pair.gaudi, GPU_SIDE: pair.gpu, "point": pair.point.label,
             "matched_setting": pair.matched_setting.label if pair.matched_setting else None,
-            "matched_speedup": pair.matched_speedup, "matched_within_noise": pair.matched_within_noise,
-            "gaudi_best_setting": pair.best_gaudi.setting.label, "gpu_best_setting": pair.best_gpu.setting.label,
-            "best_vs_best": pair.best_speedup, "best_within_noise": pair.best_within_noise,
-            "gaudi_best_usd_per_million_samples": usd_per_million_samples(pair.best_gaudi, comparison.prices),
-            "gpu_best_usd_per_million_samples": usd_per_million_samples(pair.best_gpu, comparison.prices),
+            "matched_speedup": pair.matched.speedup if pair.matched else None,
+            "matched_within_noise": pair.matched.within_noise if pair.matched else False,
+            "gaudi_best_setting": pair.best.gaudi.setting.label, "gpu_best_setting": pair.best.gpu.setting.label,
+            "best_vs_best": pair.best.speedup, "best_within_noise": pair.best.within_noise,
+            "gaudi_best_usd_per_million_samples": usd_per_million_samples(pair.best.gaudi, comparison.prices),
+            "gpu_best_usd_per_million_samples": usd_per_million_samples(pair.best.gpu, comparison.prices),
             "why": pair.why,
         }
         if nested:
-            record["every_setting"] = [_setting_record(shared) for shared in pair.every_setting]
+            record["every_setting"] = [{"setting": cells.setting.label, **_pair_record(cells)}
+                                       for cells in pair.every_setting]
         records.append(record)
     return records
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from ..contract import THROUGHPUT_METRIC
 from ..errors import ConfigError
+from .comparison import Comparison
 from .formatting import format_number
 from .grouping import CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats
-from .speedups import Comparison
 
 GATE_FORMAT = "bridgetower-mlflow compare gate"
 GATE_VERSION = 1

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .grouping import CONFIG_KEYS, DECODE_ORDER, GroupStats, ratio
-from .headline import GAUDI_FAMILY, GPU_FAMILY, accelerator_family
+from ..contract import CUDA_FAMILY, GAUDI_FAMILY
+from .grouping import CONFIG_KEYS, DECODE_ORDER, GroupStats
+from .headline import accelerator_family
+from .pairs import CellPair
 from .speedups import ConfigSection
-from .stats import within_noise
 
 BATCH_KEY, STRATEGY_KEY = "per_device_train_batch_size", "distribution_strategy"
 PAIR_RULE = ("matched = the same workers, decode and strategy on both; a Gaudi setting the GPU did not run "
@@ -28,17 +29,8 @@ def setting_text(group: GroupStats) -> str:
 class PublishedPairRow:
     """One published Gaudi row against the GPU row it is compared with."""
 
-    gaudi: GroupStats
-    gpu: GroupStats
-    matched: bool  # False: the GPU did not run this setting; `gpu` is its fastest row
-
-    @property
-    def speedup(self) -> float | None:
-        return ratio(self.gaudi.median, self.gpu.median)
-
-    @property
-    def within_noise(self) -> bool:
-        return within_noise(self.gaudi, self.gpu)
+    cells: CellPair
+    matched: bool  # False: the GPU did not run this setting; `cells.gpu` is its fastest row
 
 
 @dataclass(frozen=True)
@@ -73,7 +65,7 @@ def _pair_rows(gaudis: list[GroupStats], gpus: list[GroupStats]) -> tuple[Publis
     for gaudi in sorted(gaudis, key=_row_order):
         same = next((g for g in gpus if g.setting == gaudi.setting
                      and g.config.get(STRATEGY_KEY) == gaudi.config.get(STRATEGY_KEY)), None)
-        rows.append(PublishedPairRow(gaudi, same or fastest, matched=same is not None))
+        rows.append(PublishedPairRow(CellPair(gaudi, same or fastest), matched=same is not None))
     return tuple(rows)
 
 
@@ -91,7 +83,7 @@ def build_published_pairs(sections: list[ConfigSection], sources) -> list[Publis
         if accelerator_family(gaudi) != GAUDI_FAMILY:
             continue
         for (other_source, gpu, gpu_batch), gpus in cells.items():
-            if other_source != source or accelerator_family(gpu) != GPU_FAMILY or gpu_batch == gaudi_batch:
+            if other_source != source or accelerator_family(gpu) != CUDA_FAMILY or gpu_batch == gaudi_batch:
                 continue
             comparable = [g for g in gpus if all(_same_but_batch_and_strategy(g, x) for x in gaudis)]
             if comparable:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from .axes import axes_text, point_of
+from .comparison import Comparison
 from .formatting import NOISY_MARK
 from .grouping import SHORT_KEY_NAMES
 from .headline import absent_pair_note
 from .published_pairs import PAIR_RULE
 from .repeats import INVALID_FROM, NOISY_SPREAD
 from .scaling import cpu_devices_note
-from .speedups import Comparison, ConfigSection
+from .speedups import ConfigSection
 from .tables import (
     every_setting_table,
     headline_table,

@@ -15,11 +15,11 @@ from ..contract import (
     SPEEDUP_METRIC_PREFIX,
 )
 from .axes import AXIS_KEYS, AXIS_LETTERS
+from .comparison import Comparison
 from .export import csv_rows, headline_records, scaling_records
 from .gate import GateResult
 from .grouping import CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats, Setting
 from .headline import HeadlinePair
-from .speedups import Comparison
 
 BEST = "best"  # the key part of a best-vs-best ratio
 WARMUP_KEY = "throughput_warmup_steps"
@@ -49,8 +49,8 @@ def _condition_part(key: str, value: str) -> str:
 
 def _ratios(pair: HeadlinePair) -> list[tuple[str, float, GroupStats]]:
     """(what, ratio, a cell it was measured on) for every setting both sides ran, and best vs best."""
-    found = [(setting_part(shared.setting), shared.speedup, shared.gpu) for shared in pair.every_setting]
-    found.append((BEST, pair.best_speedup, pair.best_gpu))
+    found = [(setting_part(cells.setting), cells.speedup, cells.gpu) for cells in pair.every_setting]
+    found.append((BEST, pair.best.speedup, pair.best.gpu))
     return [(what, ratio, cell) for what, ratio, cell in found if ratio is not None]
 
 

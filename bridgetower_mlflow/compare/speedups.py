@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from .axes import AXIS_KEYS, AxisPoint, point_of, varying_axes
-from .cost import PriceList
 from .grouping import (
     CONFIG_KEYS,
     SHORT_KEY_NAMES,
@@ -23,7 +22,7 @@ from .repeats import FailedRepeat
 PREFERRED_BASELINE = "a100"
 
 
-@dataclass
+@dataclass(frozen=True)
 class SpeedupRow:
     """Table 1: one setting at one axis point, each column's throughput and its speedup over the baseline column."""
 
@@ -37,7 +36,7 @@ class SpeedupRow:
         return " ".join(part for part in (self.setting.label, self.point.label) if part)
 
 
-@dataclass
+@dataclass(frozen=True)
 class SettingSpeedupRow:
     """Table 2: one setting, each column's speedup over its own workers=0 CPU-decode setting at the same point."""
 
@@ -50,7 +49,7 @@ class SettingSpeedupRow:
         return " ".join(part for part in (self.setting.label, self.point.label) if part)
 
 
-@dataclass
+@dataclass(frozen=True)
 class BestRow:
     """Table 3: a column's best setting at one axis point, head to head with the baseline column's best there."""
 
@@ -60,7 +59,7 @@ class BestRow:
     point: AxisPoint = AxisPoint()
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConfigSection:
     """Everything measured under one configuration (allowed differences shown, swept axes as curves)."""
 
@@ -144,14 +143,15 @@ def _build_section(groups: list[GroupStats], baseline: str | None, allow_diff) -
     }
     axes = varying_axes([g.config for g in groups], tuple(allow_diff))
     valid = {c: [g for g in gs if not g.invalid] for c, gs in column_groups.items()}
-    section = ConfigSection(
+    layout = SectionLayout([c for c in columns if valid[c]], _baseline_column(columns, column_groups, baseline),
+                           axes, sorted({point_of(g.config, axes) for g in groups}, key=AxisPoint.sort_key))
+    rows, setting_rows, best_rows = _tables(layout, {c: gs for c, gs in valid.items() if gs})
+    return ConfigSection(
         source=first.source, warmup=first.warmup, config=config, differences=differences,
-        columns=[c for c in columns if valid[c]], baseline_column=_baseline_column(columns, column_groups, baseline),
-        axes=axes, points=sorted({point_of(g.config, axes) for g in groups}, key=AxisPoint.sort_key),
+        columns=layout.columns, baseline_column=layout.baseline_column, rows=rows, setting_rows=setting_rows,
+        best_rows=best_rows, axes=axes, points=layout.points,
         invalid=[g for c in columns for g in column_groups[c] if g.invalid],
     )
-    _fill_tables(section, {c: gs for c, gs in valid.items() if gs})
-    return section
 
 
 def _baseline_column(columns, column_groups, baseline: str | None) -> str | None:
@@ -162,43 +162,39 @@ def _baseline_column(columns, column_groups, baseline: str | None) -> str | None
     return next((c for c, a in zip(columns, accelerators) if a == wanted), None)
 
 
-def _fill_tables(section: ConfigSection, column_groups: dict[str, list[GroupStats]]) -> None:
-    cell_of = {(c, point_of(g.config, section.axes), g.setting): g for c, gs in column_groups.items() for g in gs}
+@dataclass(frozen=True)
+class SectionLayout:
+    """What a section's tables are laid out by: its columns, baseline column, swept axes and points."""
+
+    columns: list[str]
+    baseline_column: str | None
+    axes: tuple[str, ...]
+    points: list[AxisPoint]
+
+
+def _tables(layout: SectionLayout, column_groups: dict[str, list[GroupStats]]) -> tuple[list, list, list]:
+    """(rows, setting rows, best rows): one row per setting and point, best per column at each point."""
+    cell_of = {(c, point_of(g.config, layout.axes), g.setting): g for c, gs in column_groups.items() for g in gs}
     places = sorted({(point, setting) for _, point, setting in cell_of},
                     key=lambda place: (place[0].sort_key(), place[1].sort_key()))
-    base = section.baseline_column
+    base, rows, setting_rows, best_rows = layout.baseline_column, [], [], []
     for point, setting in places:
-        cells = {c: cell_of[(c, point, setting)] for c in section.columns if (c, point, setting) in cell_of}
-        base_cell = cells.get(base)
-        section.rows.append(SpeedupRow(setting, cells, {
+        cells = {c: cell_of[(c, point, setting)] for c in layout.columns if (c, point, setting) in cell_of}
+        base_cell = cells.get(base or "")
+        rows.append(SpeedupRow(setting, cells, {
             c: ratio(g.median, base_cell.median if base_cell else None) for c, g in cells.items()
         }, point))
-        section.setting_rows.append(SettingSpeedupRow(setting, {
+        setting_rows.append(SettingSpeedupRow(setting, {
             c: ratio(g.median, _median(cell_of.get((c, point, STUDY_BASELINE_SETTING)))) for c, g in cells.items()
         }, point))
-    for point in section.points:
-        best = {c: max(found, key=lambda g: g.median) for c in section.columns
+    for point in layout.points:
+        best = {c: max(found, key=lambda g: g.median) for c in layout.columns
                 if (found := [g for (col, at, _), g in cell_of.items() if col == c and at == point])}
-        base_best = best.get(base)
-        section.best_rows += [BestRow(c, best[c], ratio(best[c].median, base_best.median if base_best else None),
-                                      point) for c in section.columns if c in best]
+        base_best = best.get(base or "")
+        best_rows += [BestRow(c, best[c], ratio(best[c].median, base_best.median if base_best else None), point)
+                      for c in layout.columns if c in best]
+    return rows, setting_rows, best_rows
 
 
 def _median(group: GroupStats | None) -> float | None:
     return group.median if group else None
-
-
-@dataclass
-class Comparison:
-    """The whole result: sections plus what was used and what was left out."""
-
-    sections: list[ConfigSection]
-    baseline: str | None
-    allow_diff: tuple[str, ...]
-    run_count: int
-    left_out: dict
-    experiments: list[str]
-    notes: list[str] = field(default_factory=list)
-    headline: list = field(default_factory=list)  # headline.HeadlinePair, built from the sections
-    published_pairs: list = field(default_factory=list)  # published_pairs.PublishedPair, across batch sizes
-    prices: PriceList = field(default_factory=PriceList)

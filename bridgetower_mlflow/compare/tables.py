@@ -6,7 +6,7 @@ from .breakdown import phase_table
 from .cost import PriceList, usd_per_million_samples
 from .formatting import PUBLISHED_PREFIX, format_cell, format_number, format_speedup, format_usd
 from .grouping import STUDY_BASELINE_SETTING, GroupStats
-from .headline import MATCHED_RULE, HeadlinePair
+from .headline import GAUDI_SIDE, GPU_SIDE, MATCHED_RULE, HeadlinePair
 from .published_pairs import PublishedPair, setting_text
 from .scaling import scaling_table
 from .speedups import ConfigSection, SpeedupRow
@@ -34,26 +34,28 @@ def pair_place(pair: HeadlinePair) -> str:
 
 def headline_table(pairs: list[HeadlinePair], prices: PriceList) -> Table:
     """Gaudi vs GPU per section and axis point: matched setting and best vs best (cost with prices; why with phases)."""
-    headers = ["section", "pair", "matched setting", "gaudi", "gpu", "matched", "gaudi best", "gpu best",
-               "best vs best"]
+    headers = ["section", "pair", "matched setting", GAUDI_SIDE, GPU_SIDE, "matched", f"{GAUDI_SIDE} best",
+               f"{GPU_SIDE} best", "best vs best"]
     if prices:
-        headers += ["gaudi best USD/M samples", "gpu best USD/M samples", "gpu/gaudi cost"]
+        headers += [f"{GAUDI_SIDE} best USD/M samples", f"{GPU_SIDE} best USD/M samples",
+                    f"{GPU_SIDE}/{GAUDI_SIDE} cost"]
     reasons = [pair.why for pair in pairs]
     if any(reasons):
         headers.append(WHY_HEADER)  # runs without a phase breakdown get no column, never an empty one
     rows = []
     for pair, why in zip(pairs, reasons):
+        matched, best = pair.matched, pair.best
         row = [pair_place(pair),
-               f"{pair.gaudi} vs {pair.gpu}", pair.matched_setting.label if pair.matched_setting else "none shared",
-               format_cell(pair.matched_gaudi, loaders=False, memory=False) if pair.matched_gaudi else "-",
-               format_cell(pair.matched_gpu, loaders=False, memory=False) if pair.matched_gpu else "-",
-               format_speedup(pair.matched_speedup, pair.matched_within_noise),
-               f"{pair.best_gaudi.setting.label}: {format_cell(pair.best_gaudi, loaders=False, memory=False)}",
-               f"{pair.best_gpu.setting.label}: {format_cell(pair.best_gpu, loaders=False, memory=False)}",
-               format_speedup(pair.best_speedup, pair.best_within_noise)]
+               f"{pair.gaudi} vs {pair.gpu}", matched.setting.label if matched else "none shared",
+               format_cell(matched.gaudi, loaders=False, memory=False) if matched else "-",
+               format_cell(matched.gpu, loaders=False, memory=False) if matched else "-",
+               format_speedup(matched.speedup, matched.within_noise) if matched else format_speedup(None),
+               f"{best.gaudi.setting.label}: {format_cell(best.gaudi, loaders=False, memory=False)}",
+               f"{best.gpu.setting.label}: {format_cell(best.gpu, loaders=False, memory=False)}",
+               format_speedup(best.speedup, best.within_noise)]
         if prices:
-            gaudi_cost = usd_per_million_samples(pair.best_gaudi, prices)
-            gpu_cost = usd_per_million_samples(pair.best_gpu, prices)
+            gaudi_cost = usd_per_million_samples(best.gaudi, prices)
+            gpu_cost = usd_per_million_samples(best.gpu, prices)
             cheaper = gpu_cost / gaudi_cost if gaudi_cost and gpu_cost else None
             row += [format_usd(gaudi_cost), format_usd(gpu_cost), format_speedup(cheaper)]
         rows.append(row + ([why or "-"] if any(reasons) else []))
@@ -74,13 +76,13 @@ def every_setting_table(pairs: list[HeadlinePair]) -> tuple[str, list[str], list
              format_speedup(shared.speedup, shared.within_noise)]
             for pair in pairs for shared in pair.every_setting]
     return ("Each Gaudi against each GPU at every setting both ran, samples/s (median, n repeats, min-max)",
-            ["pair", "section", "setting", "strategy", "gaudi", "gpu", "gaudi/gpu"], rows)
+            ["pair", "section", "setting", "strategy", GAUDI_SIDE, GPU_SIDE, f"{GAUDI_SIDE}/{GPU_SIDE}"], rows)
 
 
 def published_pair_table(pair: PublishedPair) -> tuple[str, list[str], list[list[str]]]:
     """A published Gaudi-vs-GPU pair across batch sizes, one row per Gaudi setting."""
-    rows = [[setting_text(row.gaudi), format_cell(row.gaudi, loaders=False), setting_text(row.gpu),
-             format_cell(row.gpu, loaders=False), format_speedup(row.speedup, row.within_noise),
+    rows = [[setting_text(row.cells.gaudi), format_cell(row.cells.gaudi, loaders=False), setting_text(row.cells.gpu),
+             format_cell(row.cells.gpu, loaders=False), format_speedup(row.cells.speedup, row.cells.within_noise),
              "matched" if row.matched else f"{pair.gpu}'s fastest ({pair.gpu} did not run this setting)"]
             for row in pair.rows]
     caption = f"{pair.caption} ({short_source(pair.source)}), samples/s"

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ..compare.grouping import Setting
 from ..config import DISTRIBUTION_STRATEGIES, parse_bool, parse_int
+from ..contract import DECODE_CPU, DECODE_DEVICE
 from ..errors import ConfigError
 
 DEFAULT_STRATEGY = DISTRIBUTION_STRATEGIES[0]
@@ -30,7 +31,7 @@ class SweepCell:
     @property
     def setting(self) -> str:
         """The cell's label without accelerator and repeat: compare's data-loading label plus the swept axes."""
-        parts = [Setting(self.workers, "device" if self.device_decode else "cpu").label]
+        parts = [Setting(self.workers, DECODE_DEVICE if self.device_decode else DECODE_CPU).label]
         if self.named_strategy:
             parts.append(self.strategy)
         if self.named_devices and self.devices is not None:

@@ -6,6 +6,7 @@ import os
 import socket
 from urllib.parse import urlparse
 
+from ...contract import CPU_FAMILY, CUDA_FAMILY, GAUDI_FAMILY
 from ...errors import ConfigError
 
 HOST_RESOURCE = "bridgetower_host"  # optional, one per node (`ray start --resources`): a cell holds its node alone
@@ -14,7 +15,7 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 PROBE_SECONDS = 5.0
 ADDRESS_FORMS = "allowed: auto, host:port of a Ray head (its GCS port, 6379 by default), or ray://host:port"
 # Ray's names for what a cell trains on, per accelerator family (accelerators.registry.family)
-FAMILY_RESOURCE = {"cpu": "CPU", "cuda": "GPU", "gaudi": "HPU"}
+FAMILY_RESOURCE = {CPU_FAMILY: "CPU", CUDA_FAMILY: "GPU", GAUDI_FAMILY: "HPU"}
 
 
 def check_tracking_uri(uri: str) -> None:
