@@ -18,7 +18,7 @@ def numeric(value: str) -> float | None:
         return None
 
 
-def axis_sort_key(value: str) -> tuple:
+def axis_sort_key(value: str) -> tuple[int, float, str]:
     """Numbers in numeric order, then words alphabetically."""
     number = numeric(value)
     return (0, number, "") if number is not None else (1, 0.0, str(value))
@@ -45,16 +45,16 @@ class AxisPoint:
         """The point with one axis left out: what a curve along that axis holds fixed."""
         return AxisPoint(tuple(item for item in self.items if item[0] != key))
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[tuple[int, float, str], ...]:
         return tuple(axis_sort_key(value) for _, value in self.items)
 
 
-def varying_axes(configs: list[dict], allow_diff: tuple[str, ...] = ()) -> tuple[str, ...]:
+def varying_axes(configs: list[dict[str, str]], allow_diff: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The axes whose values differ across these configurations (an allowed difference is shown, not an axis)."""
     return tuple(key for key in AXIS_KEYS if key not in allow_diff and len({c.get(key) for c in configs}) > 1)
 
 
-def point_of(config: dict, axes: tuple[str, ...]) -> AxisPoint:
+def point_of(config: dict[str, str], axes: tuple[str, ...]) -> AxisPoint:
     return AxisPoint(tuple((key, str(config.get(key, ""))) for key in axes))
 
 

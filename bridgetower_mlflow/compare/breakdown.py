@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from ..contract import BOTTLENECK_TAG
-from .formatting import format_number, format_share
+from .formatting import Table, format_number, format_share
 from .grouping import GroupStats
 from .phases import PHASE_ORDER, PHASE_SHORT
 from .speedups import ConfigSection
-
-Table = tuple[str, list[str], list[list[str]]]
 
 
 def measured_cells(section: ConfigSection) -> list[tuple[str, str, GroupStats]]:

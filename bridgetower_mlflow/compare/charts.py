@@ -2,26 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .comparison import Comparison
 from .cost import PriceList, usd_per_million_samples
 from .curve_charts import write_curve_charts
 from .grouping import GroupStats
 from .phase_chart import write_phase_chart
-from .plotting import pyplot, section_title, wrapped
+from .plotting import Axis, Figure, Pyplot, pyplot, section_title, wrapped
 from .speedups import ConfigSection
 
+Series = dict[str, list[float | None]]  # bar series name -> a value (or a gap) per label
+Errors = dict[str, list[tuple[float, float]]]  # series name -> (below, above) the median per label
+PanelValue = Callable[[GroupStats, PriceList], float | None]
 MAX_SECTIONS = 8
 BAR_AREA = 0.8
 
 
-def _figure(plt, rows: int, columns: int):
+def _figure(plt: Pyplot, rows: int, columns: int) -> tuple[Figure, Any]:
     figure, axes = plt.subplots(rows, columns, figsize=(10 * columns, 4.4 * rows), squeeze=False)
     return figure, axes
 
 
-def _grouped_bars(axis, labels: list[str], series: dict, errors: dict | None = None,
+def _grouped_bars(axis: Axis, labels: list[str], series: Series, errors: Errors | None = None,
                   hatch: str | None = None, annotate: bool = False) -> None:
     """One bar group per label, one bar per series; None values leave a gap."""
     width = min(BAR_AREA / max(len(series), 1), 0.35)
@@ -43,9 +48,10 @@ def _grouped_bars(axis, labels: list[str], series: dict, errors: dict | None = N
         axis.legend(fontsize=8)
 
 
-def _draw_throughput(axis, section: ConfigSection) -> None:
+def _draw_throughput(axis: Axis, section: ConfigSection) -> None:
     labels = [row.label for row in section.rows]
-    series, errors = {}, {}
+    series: Series = {}
+    errors: Errors = {}
     for column in section.columns:
         cells = [row.cells.get(column) for row in section.rows]
         series[column] = [g.median if g else None for g in cells]
@@ -55,7 +61,7 @@ def _draw_throughput(axis, section: ConfigSection) -> None:
     axis.set_title(wrapped(section_title(section)), fontsize=9)
 
 
-def _draw_accelerator_speedups(axis, section: ConfigSection) -> None:
+def _draw_accelerator_speedups(axis: Axis, section: ConfigSection) -> None:
     base = section.baseline_column
     others = [c for c in section.columns if c != base]
     labels = [row.label for row in section.rows] + [f"best vs best {p.label}".strip() for p in section.points]
@@ -72,7 +78,7 @@ def _draw_accelerator_speedups(axis, section: ConfigSection) -> None:
                   "no accelerator speedup to draw", ha="center", va="center", fontsize=8, transform=axis.transAxes)
 
 
-def _draw_setting_speedups(axis, section: ConfigSection) -> None:
+def _draw_setting_speedups(axis: Axis, section: ConfigSection) -> None:
     labels = [row.label for row in section.setting_rows]
     series = {c: [row.vs_baseline_setting.get(c) for row in section.setting_rows] for c in section.columns}
     _grouped_bars(axis, labels, series, annotate=True)
@@ -94,19 +100,20 @@ EFFICIENCY_PANELS = (
 )
 
 
-def _panel_series(section: ConfigSection, value, prices: PriceList) -> dict:
+def _panel_series(section: ConfigSection, value: PanelValue, prices: PriceList) -> Series:
     return {c: [value(row.cells[c], prices) if c in row.cells else None for row in section.rows]
             for c in section.columns}
 
 
-def efficiency_panels(section: ConfigSection, prices: PriceList) -> list[tuple[str, dict]]:
+def efficiency_panels(section: ConfigSection, prices: PriceList) -> list[tuple[str, Series]]:
     """(label, series) for each efficiency panel this section has any value for."""
     panels = [(label, _panel_series(section, value, prices)) for label, value in EFFICIENCY_PANELS]
     return [(label, series) for label, series in panels
             if any(v is not None for values in series.values() for v in values)]
 
 
-def _write_efficiency(plt, comparison: Comparison, sections, output_dir: Path) -> list[Path]:
+def _write_efficiency(plt: Pyplot, comparison: Comparison, sections: list[ConfigSection],
+                      output_dir: Path) -> list[Path]:
     shown = [(s, efficiency_panels(s, comparison.prices)) for s in sections]
     shown = [(s, panels) for s, panels in shown if panels]
     if not shown:

@@ -9,12 +9,13 @@ from pathlib import Path
 
 from .axes import AXIS_TITLES, BATCH_AXIS, DEVICES_AXIS, STRATEGY_AXIS, numeric
 from .grouping import GroupStats
-from .plotting import save, section_title, wrapped
+from .plotting import Axis, Color, Pyplot, save, section_title, wrapped
 from .scaling import CurveLine, curve_lines, largest_batches
 from .speedups import ConfigSection
 
 AXIS_FILES = {DEVICES_AXIS: "scaling.png", BATCH_AXIS: "batch_size.png", STRATEGY_AXIS: "strategy.png"}
 Spread = tuple[float, float, float]  # (median, min, max)
+CellValue = Callable[[GroupStats], Spread | None]
 
 
 def _throughput(cell: GroupStats) -> Spread | None:
@@ -50,7 +51,7 @@ def _positions(axis: str, lines: list[CurveLine]) -> dict[str, float]:
     return {value: float(index) for index, value in enumerate(values)}  # strategies: side by side
 
 
-def _ideal(axis, line: CurveLine, label: str, xs: list[float], color) -> None:
+def _ideal(axis: Axis, line: CurveLine, label: str, xs: list[float], color: Color) -> None:
     """Linear scaling from the line's fewest devices: samples/s grows with N, per device stays level."""
     base = line.points[0][1].per_device_median
     if base is None or label == MEMORY_LABEL:
@@ -59,14 +60,14 @@ def _ideal(axis, line: CurveLine, label: str, xs: list[float], color) -> None:
     axis.plot(xs, ideal, linestyle="--", linewidth=1, color=color, alpha=0.6)
 
 
-def _mark_largest(axis, column: str, batch: float, y: float, color, first: bool) -> None:
+def _mark_largest(axis: Axis, column: str, batch: float, y: float, color: Color, first: bool) -> None:
     axis.plot([batch], [y], marker="*", markersize=14, color=color, linestyle="none")
     if first:  # once per accelerator column: every line of it ends at the same batch
         axis.annotate(f"{column}: largest b{batch:g}", (batch, y), fontsize=7, textcoords="offset points",
                       xytext=(4, 6))
 
 
-def _draw_panel(axis, section: ConfigSection, key: str, label: str, value) -> None:
+def _draw_panel(axis: Axis, section: ConfigSection, key: str, label: str, value: CellValue) -> None:
     lines = curve_lines(section, key)
     positions = _positions(key, lines)
     largest = largest_batches(section) if key == BATCH_AXIS else {}
@@ -93,7 +94,7 @@ def _draw_panel(axis, section: ConfigSection, key: str, label: str, value) -> No
     axis.legend(fontsize=7)
 
 
-def write_curve_charts(plt, sections: list[ConfigSection], output_dir: Path) -> list[Path]:
+def write_curve_charts(plt: Pyplot, sections: list[ConfigSection], output_dir: Path) -> list[Path]:
     """One PNG per swept axis, a row per section that sweeps it."""
     paths = []
     for key, name in AXIS_FILES.items():

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..contract import PEAK_MEMORY_METRIC, THROUGHPUT_METRIC, phase_fraction_metric
 from .comparison import Comparison
@@ -19,6 +21,7 @@ from .speedups import ConfigSection, SettingSpeedupRow, SpeedupRow
 from .stats import within_noise
 from .tables import pair_place, section_heading
 
+Row = dict[str, Any]  # one plain row of numbers and words (CSV, JSON, log_table)
 CSV_FIELDS = (
     "section", "source", "throughput_warmup_steps", *CONFIG_KEYS, "accelerator", "column", "setting",
     "dataloader_num_workers", "decode", "data_loaders", "device_names", "n", "median", "min", "max",
@@ -30,7 +33,7 @@ CSV_FIELDS = (
 PHASE_FIELDS = tuple(phase_fraction_metric(phase) for phase in PHASE_ORDER)
 
 
-def _cell_fields(comparison: Comparison, index: int, group: GroupStats, column: str) -> dict:
+def _cell_fields(comparison: Comparison, index: int, group: GroupStats, column: str) -> Row:
     """What a cell is, valid or not: its configuration, setting and repeats."""
     return {
         "section": index, "source": group.source, "throughput_warmup_steps": group.warmup,
@@ -49,7 +52,7 @@ def _cell_fields(comparison: Comparison, index: int, group: GroupStats, column: 
 
 
 def _group_row(comparison: Comparison, index: int, section: ConfigSection, row: SpeedupRow,
-               setting_row: SettingSpeedupRow, column: str) -> dict:
+               setting_row: SettingSpeedupRow, column: str) -> Row:
     group, best = row.cells[column], section.best_at(row.point)[column]
     base = row.cells.get(section.baseline_column or "")
     return {
@@ -63,7 +66,7 @@ def _group_row(comparison: Comparison, index: int, section: ConfigSection, row: 
     }
 
 
-def csv_rows(comparison: Comparison) -> list[dict]:
+def csv_rows(comparison: Comparison) -> list[Row]:
     """One row per (section, column, setting, point) group, numbers unrounded; invalid cells last in a section."""
     rows = []
     for index, section in enumerate(comparison.sections, 1):
@@ -73,7 +76,7 @@ def csv_rows(comparison: Comparison) -> list[dict]:
     return rows
 
 
-def csv_fields(rows: list[dict]) -> tuple[str, ...]:
+def csv_fields(rows: list[Row]) -> tuple[str, ...]:
     """CSV_FIELDS, plus a column per phase only where some run measured it (never a column of blanks)."""
     return CSV_FIELDS + tuple(name for name in PHASE_FIELDS if any(name in row for row in rows))
 
@@ -87,17 +90,17 @@ def to_csv(comparison: Comparison) -> str:
     return buffer.getvalue()
 
 
-def _cell_record(group: GroupStats) -> dict:
+def _cell_record(group: GroupStats) -> Row:
     return {"median": group.median, "n": group.n, "min": group.minimum, "max": group.maximum,
             PEAK_MEMORY_METRIC: group.peak_memory_gb, "run_ids": list(group.run_ids)}
 
 
-def _pair_record(cells: CellPair) -> dict:
+def _pair_record(cells: CellPair) -> Row:
     return {GAUDI_SIDE: _cell_record(cells.gaudi), GPU_SIDE: _cell_record(cells.gpu), "speedup": cells.speedup,
             "within_noise": cells.within_noise}
 
 
-def published_pair_records(pairs: list[PublishedPair]) -> list[dict]:
+def published_pair_records(pairs: Sequence[PublishedPair]) -> list[Row]:
     """The published pairs across batch sizes as plain numbers (JSON)."""
     return [{
         "source": pair.source, "caption": pair.caption, GAUDI_SIDE: pair.gaudi, GPU_SIDE: pair.gpu,
@@ -107,7 +110,7 @@ def published_pair_records(pairs: list[PublishedPair]) -> list[dict]:
     } for pair in pairs]
 
 
-def headline_records(comparison: Comparison, nested: bool = True) -> list[dict]:
+def headline_records(comparison: Comparison, nested: bool = True) -> list[Row]:
     """The headline pairs as plain numbers (JSON; `nested=False`: one flat row each, for log_table)."""
     records = []
     for pair in comparison.headline:
@@ -130,7 +133,7 @@ def headline_records(comparison: Comparison, nested: bool = True) -> list[dict]:
     return records
 
 
-def scaling_records(comparison: Comparison) -> list[dict]:
+def scaling_records(comparison: Comparison) -> list[Row]:
     """Each device count of each scaling line: samples/s, per device, efficiency against the line's base."""
     return [{"section": index, "line": p.line.label, "accelerator": p.line.accelerator, "column": p.line.column,
              "setting": p.line.setting.label, "fixed": p.line.fixed.label, "devices": p.devices,
@@ -140,7 +143,7 @@ def scaling_records(comparison: Comparison) -> list[dict]:
             for index, section in enumerate(comparison.sections, 1) for p in scaling_points(section)]
 
 
-def to_json(comparison: Comparison, caveats=None) -> str:
+def to_json(comparison: Comparison, caveats: Mapping[str, Sequence[str]] | None = None) -> str:
     """Headline, sections with their config, axes, differences, baseline, per-group rows and scaling."""
     rows, scaling = csv_rows(comparison), scaling_records(comparison)
     sections = [

@@ -8,6 +8,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..contract import NOTE_LIMIT, NOTE_TAG, RUN_KIND_COMPARE, RUN_KIND_TAG
 from ..errors import ConfigError
@@ -26,6 +27,9 @@ from .repeats import unmatched_notes
 from .results import log_results
 from .scope import CompareScope, nothing_matched, resolve_scope
 from .speedups import build_sections
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
 
 __all__ = ["CompareOptions", "CompareOutcome", "build_comparison", "run_compare", "ui_links"]
 ARTIFACT_DIR = "compare"
@@ -46,7 +50,8 @@ class CompareOutcome:
     gate_file: Path | None = None
 
 
-def build_comparison(client, options: CompareOptions, parsed: ParsedOptions | None = None):
+def build_comparison(client: MlflowClient, options: CompareOptions,
+                     parsed: ParsedOptions | None = None) -> tuple[Comparison, CompareScope]:
     """Fetch matching train runs and build the tables; raises NoMatchingRuns or ConfigError."""
     parsed = parsed or parse_options(options)
     scope = resolve_scope(client, options.experiment_names, options.experiment_ids,
@@ -80,7 +85,7 @@ def _notes(parsed: ParsedOptions, fetched: FetchedRuns, present: list[str]) -> l
     return notes
 
 
-def _fetch(client, scope: CompareScope):
+def _fetch(client: MlflowClient, scope: CompareScope) -> FetchedRuns:
     from mlflow.exceptions import MlflowException
 
     try:
@@ -113,9 +118,9 @@ def write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool = Fa
     return paths + write_charts(comparison, output_dir)
 
 
-def run_compare(options: CompareOptions, client=None) -> CompareOutcome:
+def run_compare(options: CompareOptions, client: MlflowClient | None = None) -> CompareOutcome:
     """The compare command's work, minus printing (and minus the gate's exit status)."""
-    from mlflow import MlflowClient
+    from mlflow.tracking import MlflowClient
 
     parsed = parse_options(options)  # bad options fail before the tracking server is asked anything
     client = client or MlflowClient()
@@ -138,7 +143,7 @@ def run_compare(options: CompareOptions, client=None) -> CompareOutcome:
                                links=tuple(ui_links(client, scope, run_id)))
 
 
-def _summary_tags(options: CompareOptions, scope: CompareScope, outcome: CompareOutcome) -> dict:
+def _summary_tags(options: CompareOptions, scope: CompareScope, outcome: CompareOutcome) -> dict[str, str]:
     comparison, gate = outcome.comparison, outcome.gate
     return {
         "compare.baseline": comparison.baseline or "auto",
@@ -163,14 +168,14 @@ def _note(markdown: str) -> str:
     return markdown[: NOTE_LIMIT - len(suffix)] + suffix
 
 
-def log_compare_run(client, options: CompareOptions, scope: CompareScope, outcome: CompareOutcome,
+def log_compare_run(client: MlflowClient, options: CompareOptions, scope: CompareScope, outcome: CompareOutcome,
                     output_dir: Path) -> str:
     """Log outputs on the sweep parent, on `mlflow run`'s run, or on a new `compare` run."""
     from mlflow.entities import RunTag
 
     tags = _summary_tags(options, scope, outcome)
     tags[NOTE_TAG] = _note(outcome.markdown)
-    run_id = options.parent_run_id or os.environ.get("MLFLOW_RUN_ID")
+    run_id = options.parent_run_id or os.environ.get("MLFLOW_RUN_ID") or ""
     created = not run_id
     if created:
         name = f"compare {outcome.comparison.run_count} runs"
@@ -185,7 +190,7 @@ def log_compare_run(client, options: CompareOptions, scope: CompareScope, outcom
     return run_id
 
 
-def ui_links(client, scope: CompareScope, run_id: str | None) -> list[str]:
+def ui_links(client: MlflowClient, scope: CompareScope, run_id: str | None) -> list[str]:
     """Runs-view (and compare run) links when the tracking server is http(s)."""
     uri = getattr(client, "tracking_uri", "") or ""
     if not str(uri).startswith(("http://", "https://")):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..contract import DECODE_DEVICE
 from .grouping import GroupStats
 
+Table = tuple[str, list[str], list[list[str]]]  # (caption, headers, rows): every report table
 NOISE_MARK = " ~noise"
 NOISY_MARK = "noisy"
 SINGLE_RUN = "single run"

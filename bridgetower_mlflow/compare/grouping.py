@@ -30,7 +30,7 @@ EFFICIENCY_FIELDS = ("model_tflops_per_second", "mfu", "joules_per_sample")
 UNREPORTED_WORKERS = -1  # a published number whose worker count was not stated
 
 
-def accelerator_sort_key(name: str) -> tuple:
+def accelerator_sort_key(name: str) -> tuple[int, str]:
     """Canonical kinds in a fixed order, unknown ones after them alphabetically."""
     return (ACCELERATOR_ORDER.index(name), "") if name in ACCELERATOR_ORDER else (len(ACCELERATOR_ORDER), name)
 
@@ -52,7 +52,7 @@ class Setting:
         """The study's reference setting: no worker processes, CPU decode."""
         return self.workers == 0 and self.decode == DECODE_CPU
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[int, int, str]:
         return (self.workers, DECODE_ORDER.get(self.decode, 9), self.decode)
 
 
@@ -65,7 +65,7 @@ class GroupStats:
 
     accelerator: str
     setting: Setting
-    config: dict  # CONFIG_KEYS -> value
+    config: dict[str, str]  # CONFIG_KEYS -> value
     source: str
     warmup: str
     values: list[float] = field(default_factory=list)
@@ -170,7 +170,7 @@ class GroupStats:
         return self.source != "measured"
 
 
-def group_key(record: RunRecord) -> tuple:
+def group_key(record: RunRecord) -> tuple[object, ...]:
     """Identity of a configuration on an accelerator: config, setting, hard separators."""
     config = tuple(getattr(record, key) for key in CONFIG_KEYS)
     setting = (record.dataloader_num_workers, record.decode)
@@ -180,7 +180,7 @@ def group_key(record: RunRecord) -> tuple:
 def group_records(records: list[RunRecord], failures: tuple[FailedRepeat, ...] = ()) -> list[GroupStats]:
     """Collapse repeats into GroupStats, one per identical configuration and accelerator; failed sweep repeats
     join the cell whose finished repeats share their sweep cell."""
-    groups: dict[tuple, GroupStats] = {}
+    groups: dict[tuple[object, ...], GroupStats] = {}
     for record in records:
         key = group_key(record)
         if key not in groups:

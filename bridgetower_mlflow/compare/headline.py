@@ -5,6 +5,7 @@ Pairs sit at one axis point: the same batch size, device count and strategy on b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..contract import CUDA_FAMILY, GAUDI_FAMILY
@@ -92,9 +93,9 @@ def build_headline(sections: list[ConfigSection]) -> list[HeadlinePair]:
     return pairs
 
 
-def absent_pair_note(sections: list[ConfigSection]) -> str:
+def absent_pair_note(sections: Sequence[ConfigSection]) -> str:
     """Why the headline is empty: which families ran, none of them side by side."""
-    found = {GAUDI_FAMILY: set(), CUDA_FAMILY: set()}
+    found: dict[str, set[str]] = {GAUDI_FAMILY: set(), CUDA_FAMILY: set()}
     for section in sections:
         for accel in column_accelerators(section).values():
             found.setdefault(accelerator_family(accel), set()).add(accel)

@@ -8,13 +8,13 @@ from pathlib import Path
 from .breakdown import measured_cells, section_phases
 from .formatting import format_number
 from .phases import PHASE_SHORT
-from .plotting import save, section_title, wrapped
+from .plotting import Axis, Pyplot, save, section_title, wrapped
 from .speedups import ConfigSection
 
 LABEL_FROM = 0.06  # a segment's share is written inside it from this size up
 
 
-def _draw(axis, section: ConfigSection) -> None:
+def _draw(axis: Axis, section: ConfigSection) -> None:
     cells = measured_cells(section)
     phases = section_phases(section)
     labels = [f"{column}\n{label}" for label, column, _ in cells]
@@ -37,7 +37,7 @@ def _draw(axis, section: ConfigSection) -> None:
     axis.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
 
 
-def write_phase_chart(plt, sections: list[ConfigSection], output_dir: Path) -> list[Path]:
+def write_phase_chart(plt: Pyplot, sections: list[ConfigSection], output_dir: Path) -> list[Path]:
     """phases.png, a panel per section with any measured breakdown; nothing where none was measured."""
     shown = [section for section in sections if measured_cells(section)]
     if not shown:

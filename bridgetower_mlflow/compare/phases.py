@@ -19,9 +19,10 @@ PHASE_SHORT = dict(zip(PHASE_ORDER, ("data wait", "to device", "forward", "backw
                                      "all-reduce", "other")))
 
 Phases = tuple[tuple[str, float], ...]
+Side = tuple[dict[str, float], dict[str, float]]  # (shares, seconds per step) of one cell
 
 
-def read_phases(metrics: dict) -> tuple[Phases, Phases]:
+def read_phases(metrics: dict[str, float]) -> tuple[Phases, Phases]:
     """(fractions, seconds per step) of the phases a run logged, in PHASE_ORDER; empty where it logged none."""
     fractions = tuple((p, float(metrics[phase_fraction_metric(p)])) for p in PHASE_ORDER
                       if metrics.get(phase_fraction_metric(p)) is not None)
@@ -45,7 +46,7 @@ def _comparable(first: dict[str, float], second: dict[str, float]) -> tuple[dict
     return merged_like(first, second), merged_like(second, first)
 
 
-def gap_phase(slow: tuple[dict, dict], fast: tuple[dict, dict]) -> str | None:
+def gap_phase(slow: Side, fast: Side) -> str | None:
     """The phase where the slower cell spends the most more than the faster one.
 
     Each side is (fractions, seconds per step); seconds are compared where both sides have them (the same
@@ -58,7 +59,7 @@ def gap_phase(slow: tuple[dict, dict], fast: tuple[dict, dict]) -> str | None:
     return phase if phase is not None and gaps[phase] > 0 else None
 
 
-def gap_sentence(slow_name: str, slow: tuple[dict, dict], fast_name: str, fast: tuple[dict, dict]) -> str | None:
+def gap_sentence(slow_name: str, slow: Side, fast_name: str, fast: Side) -> str | None:
     """`h100 waits 31 % on data, gaudi2 4 %`: the phase behind most of the gap, as both sides' shares."""
     phase = gap_phase(slow, fast)
     if phase is None:

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .speedups import ConfigSection
 
+# matplotlib's objects, typed loosely: compare only draws on them (their stubs move between releases)
+Pyplot = Any
+Axis = Any
+Figure = Any
+Color = Any
 
-def pyplot():
+
+def pyplot() -> Pyplot:
     import matplotlib
 
     matplotlib.use("Agg")  # headless: no display on servers or under `mlflow run`
@@ -27,7 +34,7 @@ def section_title(section: ConfigSection) -> str:
     return prefix + section.title()
 
 
-def save(plt, figure, path: Path) -> Path:
+def save(plt: Pyplot, figure: Figure, path: Path) -> Path:
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

@@ -7,6 +7,7 @@ batch sizes: their batch is a choice made here, not a device's limit.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..contract import CUDA_FAMILY, GAUDI_FAMILY
@@ -55,7 +56,7 @@ def _same_but_batch_and_strategy(first: GroupStats, second: GroupStats) -> bool:
         first.config[key] == second.config[key] for key in CONFIG_KEYS if key not in (BATCH_KEY, STRATEGY_KEY))
 
 
-def _row_order(group: GroupStats) -> tuple:
+def _row_order(group: GroupStats) -> tuple[int, str, int]:
     return (group.setting.workers, group.config.get(STRATEGY_KEY, ""), DECODE_ORDER.get(group.setting.decode, 9))
 
 
@@ -69,9 +70,9 @@ def _pair_rows(gaudis: list[GroupStats], gpus: list[GroupStats]) -> tuple[Publis
     return tuple(rows)
 
 
-def build_published_pairs(sections: list[ConfigSection], sources) -> list[PublishedPair]:
+def build_published_pairs(sections: Sequence[ConfigSection], sources: Collection[str]) -> list[PublishedPair]:
     """Each (Gaudi, GPU) accelerator pair of each listed source whose rows differ only in batch (and strategy)."""
-    cells: dict[tuple, list[GroupStats]] = {}
+    cells: dict[tuple[str, str, str], list[GroupStats]] = {}
     for section in sections:
         if section.published and section.source in sources:
             for row in section.rows:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from .axes import axes_text, point_of
 from .comparison import Comparison
-from .formatting import NOISY_MARK
+from .formatting import NOISY_MARK, Table
 from .grouping import SHORT_KEY_NAMES
 from .headline import absent_pair_note
 from .published_pairs import PAIR_RULE
@@ -19,6 +21,8 @@ from .tables import (
     section_tables,
 )
 
+Block = tuple[str, list[str], list[Table], list[str]]  # heading, lines before, tables, lines after
+Caveats = Mapping[str, Sequence[str]]  # published source -> its caveat lines
 METRIC_NOTE = (
     "Throughput = train_samples_per_second (global over all devices, warmup steps excluded); "
     "cells show the median of n repeats, min-max, and from 5 runs MLPerf's olympic average (best and "
@@ -28,7 +32,6 @@ METRIC_NOTE = (
     "((max - min) / median); a sweep's failed repeat stays in the record: one is dropped as the slowest "
     f"(MLPerf's olympic rule), {INVALID_FROM} or more make the cell invalid (left out, with the reason)."
 )
-Table = tuple[str, list[str], list[list[str]]]
 
 
 def headline_tables(comparison: Comparison) -> list[Table]:
@@ -71,10 +74,10 @@ def _before(section: ConfigSection) -> list[str]:
                     for g in section.invalid]
 
 
-def _blocks(comparison: Comparison, caveats: dict) -> list[tuple[str, list[str], list[Table], list[str]]]:
+def _blocks(comparison: Comparison, caveats: Caveats) -> list[Block]:
     """(heading, lines before, tables, lines after): the headline first, then every section."""
     absent = [] if comparison.headline else [absent_pair_note(comparison.sections)]
-    blocks = [("Headline: Gaudi vs GPU", absent, headline_tables(comparison), [])]
+    blocks: list[Block] = [("Headline: Gaudi vs GPU", absent, headline_tables(comparison), [])]
     if comparison.published_pairs:
         sources = sorted({pair.source for pair in comparison.published_pairs})
         blocks.append(("Published pairs across batch sizes",
@@ -87,7 +90,7 @@ def _blocks(comparison: Comparison, caveats: dict) -> list[tuple[str, list[str],
     return blocks
 
 
-def to_markdown(comparison: Comparison, caveats=None) -> str:
+def to_markdown(comparison: Comparison, caveats: Caveats | None = None) -> str:
     """The report as markdown (also the compare run's description in the MLflow UI)."""
     out = ["# BridgeTower throughput comparison", "", *_summary_lines(comparison), ""]
     for heading, before, tables, after in _blocks(comparison, caveats or {}):
@@ -99,7 +102,7 @@ def to_markdown(comparison: Comparison, caveats=None) -> str:
     return "\n".join(out)
 
 
-def to_text(comparison: Comparison, caveats=None) -> str:
+def to_text(comparison: Comparison, caveats: Caveats | None = None) -> str:
     """Aligned plain-text tables for the terminal."""
     out = _summary_lines(comparison) + [""]
     for heading, before, tables, after in _blocks(comparison, caveats or {}):

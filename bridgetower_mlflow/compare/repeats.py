@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..contract import ERROR_TAG, PARENT_RUN_TAG, SWEEP_CELL_TAG, SWEEP_REPEAT_TAG
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
 
 FAILED_STATUS = "FAILED"
 INVALID_FROM = 2  # failed repeats that make a cell invalid (one is dropped as the slowest: the olympic rule)
@@ -30,12 +34,12 @@ class FailedRepeat:
     def cell_key(self) -> tuple[str, str]:
         return (self.parent_run_id, self.cell)
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[int, str, str]:
         """In repeat order (the store lists runs newest first)."""
         return (int(self.repeat) if self.repeat.isdigit() else 0, self.repeat, self.run_id)
 
 
-def failed_repeat(run) -> FailedRepeat | None:
+def failed_repeat(run: Run) -> FailedRepeat | None:
     """The failed repeat an ended sweep child run is; None for a run that is not one (or did not fail)."""
     tags = run.data.tags
     if run.info.status != FAILED_STATUS or not tags.get(SWEEP_CELL_TAG) or not tags.get(PARENT_RUN_TAG):

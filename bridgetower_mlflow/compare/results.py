@@ -4,6 +4,7 @@ mlflow.load_table. Keys are built from what the compared runs were, so two compa
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
 
 from ..contract import (
     COMPARE_CELLS_TABLE,
@@ -16,10 +17,13 @@ from ..contract import (
 )
 from .axes import AXIS_KEYS, AXIS_LETTERS
 from .comparison import Comparison
-from .export import csv_rows, headline_records, scaling_records
+from .export import Row, csv_rows, headline_records, scaling_records
 from .gate import GateResult
 from .grouping import CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats, Setting
 from .headline import HeadlinePair
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
 
 BEST = "best"  # the key part of a best-vs-best ratio
 WARMUP_KEY = "throughput_warmup_steps"
@@ -80,20 +84,20 @@ def gate_metrics(gate: GateResult | None) -> dict[str, float]:
     return {GATE_PASSED_METRIC: 0.0 if gate.failed else 1.0, GATE_WORST_RATIO_METRIC: worst}
 
 
-def columns(rows: list[dict]) -> dict[str, list]:
+def columns(rows: list[Row]) -> dict[str, list[Any]]:
     """Rows -> one list per column (every column in every row; None where a row has none)."""
     names = list(dict.fromkeys(name for row in rows for name in row))
     return {name: [row.get(name) for row in rows] for name in names}
 
 
-def result_tables(comparison: Comparison) -> dict[str, dict[str, list]]:
+def result_tables(comparison: Comparison) -> dict[str, dict[str, list[Any]]]:
     """artifact file -> table, for each table with rows: cells, headline (flat), scaling."""
     tables = {COMPARE_CELLS_TABLE: csv_rows(comparison), COMPARE_HEADLINE_TABLE: headline_records(comparison, False),
               COMPARE_SCALING_TABLE: scaling_records(comparison)}
     return {name: columns(rows) for name, rows in tables.items() if rows}
 
 
-def log_results(client, run_id: str, comparison: Comparison, gate: GateResult | None) -> dict[str, float]:
+def log_results(client: MlflowClient, run_id: str, comparison: Comparison, gate: GateResult | None) -> dict[str, float]:
     """Log the metrics and tables on the compare run; returns the metrics."""
     import time
 

@@ -6,11 +6,9 @@ from dataclasses import dataclass
 
 from ..contract import CPU_FAMILY, PHASE_ALL_REDUCE, accelerator_family
 from .axes import BATCH_AXIS, DEVICES_AXIS, AxisPoint, axis_sort_key, numeric
-from .formatting import format_cell, format_number, format_share
+from .formatting import Table, format_cell, format_number, format_share
 from .grouping import GroupStats, Setting
 from .speedups import ConfigSection
-
-Table = tuple[str, list[str], list[list[str]]]
 
 
 @dataclass(frozen=True)
@@ -33,7 +31,7 @@ class CurveLine:
 
 def curve_lines(section: ConfigSection, axis: str) -> list[CurveLine]:
     """Every line of the section along `axis` (one per column, setting and value of the other axes)."""
-    found: dict[tuple, list[tuple[str, GroupStats]]] = {}
+    found: dict[tuple[str, Setting, AxisPoint], list[tuple[str, GroupStats]]] = {}
     for row in section.rows:
         for column, cell in row.cells.items():
             value = row.point.value(axis)

@@ -65,8 +65,8 @@ class ConfigSection:
 
     source: str
     warmup: str
-    config: dict  # keys equal across the section
-    differences: dict  # allowed key -> {column: value}, only keys that differ
+    config: dict[str, str]  # keys equal across the section
+    differences: dict[str, dict[str, str]]  # allowed key -> {column: value}, only keys that differ
     columns: list[str]
     baseline_column: str | None
     rows: list[SpeedupRow] = field(default_factory=list)
@@ -101,14 +101,14 @@ def parse_allow_diff(text: str | None) -> tuple[str, ...]:
     return keys
 
 
-def build_sections(records: list[RunRecord], baseline: str | None, allow_diff=(),
+def build_sections(records: list[RunRecord], baseline: str | None, allow_diff: tuple[str, ...] = (),
                    failures: tuple[FailedRepeat, ...] = ()) -> list[ConfigSection]:
     """Group records and build the three tables for every configuration section.
 
     Runs that differ only in a swept axis (strategy, devices, batch size) share a section, one row per
     setting and point, so their curves can be drawn; an allowed difference is a column's, not an axis.
     """
-    by_section: dict[tuple, list[GroupStats]] = {}
+    by_section: dict[tuple[object, ...], list[GroupStats]] = {}
     for group in group_records(records, failures):
         fixed = tuple(v for k, v in group.config.items() if k not in allow_diff and k not in AXIS_KEYS)
         by_section.setdefault((not group.published, group.source, group.warmup, fixed), []).append(group)
@@ -119,15 +119,15 @@ def build_sections(records: list[RunRecord], baseline: str | None, allow_diff=()
     return sections
 
 
-def _column_of(group: GroupStats, allow_diff, split: set[str]) -> str:
+def _column_of(group: GroupStats, allow_diff: tuple[str, ...], split: set[str]) -> str:
     if group.accelerator not in split:
         return group.accelerator
     values = ", ".join(f"{SHORT_KEY_NAMES.get(k, k)}={group.config[k]}" for k in allow_diff)
     return f"{group.accelerator} [{values}]"
 
 
-def _build_section(groups: list[GroupStats], baseline: str | None, allow_diff) -> ConfigSection:
-    variants: dict[str, set] = {}
+def _build_section(groups: list[GroupStats], baseline: str | None, allow_diff: tuple[str, ...]) -> ConfigSection:
+    variants: dict[str, set[tuple[str, ...]]] = {}
     for group in groups:
         variants.setdefault(group.accelerator, set()).add(tuple(group.config[k] for k in allow_diff))
     split = {accel for accel, seen in variants.items() if len(seen) > 1}
@@ -154,7 +154,8 @@ def _build_section(groups: list[GroupStats], baseline: str | None, allow_diff) -
     )
 
 
-def _baseline_column(columns, column_groups, baseline: str | None) -> str | None:
+def _baseline_column(columns: list[str], column_groups: dict[str, list[GroupStats]],
+                     baseline: str | None) -> str | None:
     wanted = baseline.lower() if baseline else None
     accelerators = [column_groups[c][0].accelerator for c in columns]
     if wanted is None:
@@ -172,12 +173,18 @@ class SectionLayout:
     points: list[AxisPoint]
 
 
-def _tables(layout: SectionLayout, column_groups: dict[str, list[GroupStats]]) -> tuple[list, list, list]:
+Tables = tuple[list[SpeedupRow], list[SettingSpeedupRow], list[BestRow]]
+
+
+def _tables(layout: SectionLayout, column_groups: dict[str, list[GroupStats]]) -> Tables:
     """(rows, setting rows, best rows): one row per setting and point, best per column at each point."""
     cell_of = {(c, point_of(g.config, layout.axes), g.setting): g for c, gs in column_groups.items() for g in gs}
     places = sorted({(point, setting) for _, point, setting in cell_of},
                     key=lambda place: (place[0].sort_key(), place[1].sort_key()))
-    base, rows, setting_rows, best_rows = layout.baseline_column, [], [], []
+    base = layout.baseline_column
+    rows: list[SpeedupRow] = []
+    setting_rows: list[SettingSpeedupRow] = []
+    best_rows: list[BestRow] = []
     for point, setting in places:
         cells = {c: cell_of[(c, point, setting)] for c in layout.columns if (c, point, setting) in cell_of}
         base_cell = cells.get(base or "")

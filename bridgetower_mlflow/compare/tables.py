@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .breakdown import phase_table
 from .cost import PriceList, usd_per_million_samples
-from .formatting import PUBLISHED_PREFIX, format_cell, format_number, format_speedup, format_usd
+from .formatting import PUBLISHED_PREFIX, Table, format_cell, format_number, format_speedup, format_usd
 from .grouping import STUDY_BASELINE_SETTING, GroupStats
 from .headline import GAUDI_SIDE, GPU_SIDE, MATCHED_RULE, HeadlinePair
 from .published_pairs import PublishedPair, setting_text
@@ -12,7 +14,6 @@ from .scaling import scaling_table
 from .speedups import ConfigSection, SpeedupRow
 from .stats import within_noise
 
-Table = tuple[str, list[str], list[list[str]]]
 WHY_HEADER = "why: the phase behind most of the gap"
 
 
@@ -32,7 +33,7 @@ def pair_place(pair: HeadlinePair) -> str:
     return " ".join(part for part in (f"[{pair.section_index}] {kind}", pair.point.label) if part)
 
 
-def headline_table(pairs: list[HeadlinePair], prices: PriceList) -> Table:
+def headline_table(pairs: Sequence[HeadlinePair], prices: PriceList) -> Table:
     """Gaudi vs GPU per section and axis point: matched setting and best vs best (cost with prices; why with phases)."""
     headers = ["section", "pair", "matched setting", GAUDI_SIDE, GPU_SIDE, "matched", f"{GAUDI_SIDE} best",
                f"{GPU_SIDE} best", "best vs best"]
@@ -68,7 +69,7 @@ def _strategies(first: GroupStats, second: GroupStats) -> str:
     return names[0] if names[0] == names[1] else " / ".join(names)
 
 
-def every_setting_table(pairs: list[HeadlinePair]) -> tuple[str, list[str], list[list[str]]]:
+def every_setting_table(pairs: Sequence[HeadlinePair]) -> Table:
     """Each Gaudi column against each GPU column at every setting both ran, whatever the baseline."""
     rows = [[f"{pair.gaudi} vs {pair.gpu}", pair_place(pair), shared.setting.label,
              _strategies(shared.gaudi, shared.gpu),
@@ -79,7 +80,7 @@ def every_setting_table(pairs: list[HeadlinePair]) -> tuple[str, list[str], list
             ["pair", "section", "setting", "strategy", GAUDI_SIDE, GPU_SIDE, f"{GAUDI_SIDE}/{GPU_SIDE}"], rows)
 
 
-def published_pair_table(pair: PublishedPair) -> tuple[str, list[str], list[list[str]]]:
+def published_pair_table(pair: PublishedPair) -> Table:
     """A published Gaudi-vs-GPU pair across batch sizes, one row per Gaudi setting."""
     rows = [[setting_text(row.cells.gaudi), format_cell(row.cells.gaudi, loaders=False), setting_text(row.cells.gpu),
              format_cell(row.cells.gpu, loaders=False), format_speedup(row.cells.speedup, row.cells.within_noise),
@@ -95,21 +96,21 @@ def _base_cell(section: ConfigSection, row: SpeedupRow, column: str) -> GroupSta
     return base.cells.get(column) if base else None
 
 
-def _throughput_table(section: ConfigSection):
+def _throughput_table(section: ConfigSection) -> Table:
     base = section.baseline_column
     others = [c for c in section.columns if c != base]
     base_label = base or "baseline (absent here)"
     rows = []
     for row in section.rows:
         cells = [format_cell(row.cells[c]) if c in row.cells else "-" for c in section.columns]
-        speedups = [format_speedup(row.vs_baseline.get(c), within_noise(row.cells.get(c), row.cells.get(base)))
-                    for c in others]
+        base_cell = row.cells.get(base) if base else None
+        speedups = [format_speedup(row.vs_baseline.get(c), within_noise(row.cells.get(c), base_cell)) for c in others]
         rows.append([row.label, *cells, *speedups])
     headers = ["setting", *section.columns, *(f"{c} vs {base_label}" for c in others)]
     return f"Throughput (samples/s) and speedup over {base_label}", headers, rows
 
 
-def _setting_table(section: ConfigSection):
+def _setting_table(section: ConfigSection) -> Table:
     rows = []
     for row, setting_row in zip(section.rows, section.setting_rows):
         rows.append([row.label, *(
@@ -120,7 +121,7 @@ def _setting_table(section: ConfigSection):
             ["setting", *section.columns], rows)
 
 
-def _best_table(section: ConfigSection):
+def _best_table(section: ConfigSection) -> Table:
     base_label = section.baseline_column or "baseline (absent here)"
     rows = []
     for r in section.best_rows:
@@ -142,7 +143,7 @@ def efficiency_text(group: GroupStats) -> str:
     return ", ".join(p for p in parts if p) or "-"
 
 
-def _efficiency_table(section: ConfigSection):
+def _efficiency_table(section: ConfigSection) -> Table | None:
     if not any(g.efficiency for row in section.rows for g in row.cells.values()):
         return None  # nothing measured: no table rather than a table of dashes
     rows = [[row.label, *(efficiency_text(row.cells[c]) if c in row.cells else "-" for c in section.columns)]
@@ -151,7 +152,7 @@ def _efficiency_table(section: ConfigSection):
             ["setting", *section.columns], rows)
 
 
-def _cost_table(section: ConfigSection, prices: PriceList):
+def _cost_table(section: ConfigSection, prices: PriceList) -> Table | None:
     costs = {(row.label, c): usd_per_million_samples(g, prices) for row in section.rows for c, g in row.cells.items()}
     if not prices or all(v is None for v in costs.values()):
         return None
@@ -161,7 +162,7 @@ def _cost_table(section: ConfigSection, prices: PriceList):
             ["setting", *section.columns], rows)
 
 
-def section_tables(section: ConfigSection, prices: PriceList | None = None) -> list[tuple]:
+def section_tables(section: ConfigSection, prices: PriceList | None = None) -> list[Table]:
     """(caption, headers, rows) for each table of one section; scaling, phases, efficiency and cost where known."""
     tables = [_throughput_table(section), scaling_table(section), phase_table(section), _setting_table(section),
               _best_table(section), _efficiency_table(section), _cost_table(section, prices or PriceList())]
