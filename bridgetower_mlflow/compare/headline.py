@@ -56,8 +56,8 @@ def explain_gap(first_name: str, first: GroupStats, second_name: str, second: Gr
 
 
 def accelerator_family(name: str) -> str:
-    """gaudi, cuda, cpu, or `other` for a name that is none of the accelerator names."""
-    return contract_family(name) or "other"
+    """gaudi, cuda, cpu, or `unknown` for a name that is none of the accelerator names."""
+    return contract_family(name) or "unknown"
 
 
 def column_accelerators(section: ConfigSection) -> dict[str, str]:

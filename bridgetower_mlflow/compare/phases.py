@@ -15,8 +15,9 @@ PHASE_WORDS = dict(zip(PHASE_ORDER, (
     ("waits", "on data"), ("spends", "copying to the device"), ("spends", "in forward"), ("spends", "in backward"),
     ("spends", "in forward+backward"), ("spends", "in the optimizer step"), ("spends", "in all-reduce"),
     ("spends", "in other host work"))))
-PHASE_SHORT = dict(zip(PHASE_ORDER, ("data wait", "to device", "forward", "backward", "fwd+bwd", "optimizer",
-                                     "all-reduce", "other")))
+SHORT_LABELS = {PHASES[0]: "data wait", PHASES[1]: "to device", PHASE_FORWARD_BACKWARD: "fwd+bwd",
+                PHASES[5]: "all-reduce"}
+PHASE_SHORT = {phase: SHORT_LABELS.get(phase, phase) for phase in PHASE_ORDER}  # the rest name themselves
 
 Phases = tuple[tuple[str, float], ...]
 Side = tuple[dict[str, float], dict[str, float]]  # (shares, seconds per step) of one cell
