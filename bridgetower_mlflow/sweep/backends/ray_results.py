@@ -30,7 +30,7 @@ def task_fields(ray, ref) -> tuple[dict, bool]:
 
 def child_result(context: SweepContext, cell: SweepCell, fields: dict) -> ChildResult:
     """The cell's result; a run the task could not end is ended here, and a failure with no run gets one."""
-    node = f"{fields['host']}/{fields['node_id'][:12]}" if fields.get("node_id") else ""
+    node = f"{fields[HOST_NAME_TAG]}/{fields['node_id'][:12]}" if fields.get("node_id") else ""
     if fields.get("run_id"):  # the task ran train and ended its run itself
         return ChildResult(cell, fields["run_id"], fields["status"], fields["returncode"],
                            fields["samples_per_second"], fields["reason"], tuple(fields["tail"]), node)
@@ -47,7 +47,7 @@ def child_result(context: SweepContext, cell: SweepCell, fields: dict) -> ChildR
 def _node_tags(fields: dict) -> dict:
     if not fields.get("node_id"):
         return {}
-    return {HOST_NAME_TAG: fields["host"], RAY_NODE_ID_TAG: fields["node_id"]}
+    return {HOST_NAME_TAG: fields[HOST_NAME_TAG], RAY_NODE_ID_TAG: fields["node_id"]}
 
 
 def find_child(context: SweepContext, cell: SweepCell) -> str | None:
