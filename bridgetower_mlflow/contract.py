@@ -136,3 +136,33 @@ METRICS_PER_BATCH = 900  # MLflow allows 1000 per log_batch
 # --- spellings users type in MLproject -P values -------------------------------------------------
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
+
+# --- compare helper's block (issues 29 item 6, 33): what compare reads of phases and sweeps, and what it logs ---
+# The phase breakdown train logs (helper "phases" adds the same names; one of the two blocks stays).
+PHASES = ("data_wait", "host_to_device", "forward", "backward", "optimizer", "all_reduce", "other")
+PHASE_FORWARD_BACKWARD = "forward_backward"  # Gaudi lazy mode: forward and backward run together at mark_step
+PHASE_ALL_REDUCE = PHASES[5]
+PHASES_MERGED_TAG = "phases.merged"  # what a run merged (e.g. forward+backward), where it merged any
+BOTTLENECK_TAG = "bottleneck"  # input, host, communication or compute
+
+
+def phase_seconds_metric(phase: str) -> str:
+    """`train_phase_<phase>_seconds_per_step`: the phase's seconds per step over the measured window."""
+    return f"train_phase_{phase}_seconds_per_step"
+
+
+def phase_fraction_metric(phase: str) -> str:
+    """`train_phase_<phase>_fraction`: the phase's share of the step (a run's fractions sum to 1)."""
+    return f"train_phase_{phase}_fraction"
+
+
+# A sweep's child runs: which grid cell and which repeat each one is (failed repeats stay in the record).
+SWEEP_CELL_TAG = "sweep.cell"
+SWEEP_REPEAT_TAG = "sweep.repeat"
+# compare's results on its own run: metrics MLflow can chart across compare runs, and tables for load_table
+SPEEDUP_METRIC_PREFIX = "speedup."  # + <gaudi>_vs_<gpu>.<setting>[.<what else differs>]
+GATE_PASSED_METRIC = "gate_passed"  # 1.0 passed, 0.0 failed
+GATE_WORST_RATIO_METRIC = "gate_worst_ratio"  # the lowest current / gated samples/s
+COMPARE_CELLS_TABLE = "compare/tables/cells.json"  # mlflow.load_table(..., run_ids=[compare runs])
+COMPARE_HEADLINE_TABLE = "compare/tables/headline.json"
+COMPARE_SCALING_TABLE = "compare/tables/scaling.json"

@@ -6,11 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from bridgetower_mlflow.compare import render
+from bridgetower_mlflow.compare import export, render
+from bridgetower_mlflow.compare.comparison import Comparison
 from bridgetower_mlflow.compare.headline import build_headline
 from bridgetower_mlflow.compare.progress import ReadProgress
 from bridgetower_mlflow.compare.records import record_from_run
-from bridgetower_mlflow.compare.speedups import Comparison, build_sections
+from bridgetower_mlflow.compare.speedups import build_sections
 from bridgetower_mlflow.compare.tables import section_tables
 from bridgetower_mlflow.contract import PEAK_MEMORY_METRIC
 
@@ -51,7 +52,7 @@ def test_every_setting_both_ran_is_shown_whatever_the_baseline():
     assert "| gaudi2 vs h100 | [1] measured | w1 decode=cpu | ddp |" in markdown
     assert "1.02x ~noise |" in markdown  # w1: the min-max ranges overlap
     assert "| gaudi2 vs a100 | [1] measured | w1 decode=cpu |" not in markdown  # a100 did not run w1
-    headline = {(p["gaudi"], p["gpu"]): p for p in json.loads(render.to_json(comparison))["headline"]}
+    headline = {(p["gaudi"], p["gpu"]): p for p in json.loads(export.to_json(comparison))["headline"]}
     shared = {s["setting"]: s for s in headline[("gaudi2", "h100")]["every_setting"]}
     assert set(shared) == {"w0 decode=cpu", "w1 decode=cpu"}
     assert shared["w0 decode=cpu"]["speedup"] == pytest.approx(600 / 336)
@@ -67,9 +68,9 @@ def test_peak_memory_shows_beside_samples_per_second_and_in_json():
     (section,) = comparison.sections
     (row,) = next(t for t in section_tables(section) if t[0].startswith("Throughput"))[2]
     assert row[1:3] == ["335.0 (n=2, 330.0-340.0)", "605.0 (n=2, 600.0-610.0) 83.4 GB"]  # highest of the runs
-    groups = {g["accelerator"]: g for g in json.loads(render.to_json(comparison))["sections"][0]["groups"]}
+    groups = {g["accelerator"]: g for g in json.loads(export.to_json(comparison))["sections"][0]["groups"]}
     assert groups["gaudi2"][PEAK_MEMORY_METRIC] == 83.4 and groups["h100"][PEAK_MEMORY_METRIC] is None
-    assert "device_peak_memory_gb" in render.to_csv(comparison).splitlines()[0]
+    assert "device_peak_memory_gb" in export.to_csv(comparison).splitlines()[0]
 
 
 def test_progress_throttles_and_stays_silent_for_one_page():

@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from bridgetower_mlflow.compare.headline import build_headline
 from bridgetower_mlflow.compare.records import record_from_run
 from bridgetower_mlflow.compare.speedups import build_sections, parse_allow_diff
 from bridgetower_mlflow.errors import ConfigError
@@ -45,10 +46,13 @@ def test_repeats_give_median_min_max_and_speedup_is_ratio_of_medians():
     assert section.rows[0].vs_baseline["gaudi2"] == pytest.approx(210.0 / 110.0)
 
 
-def test_different_batch_is_not_side_by_side_unless_allowed():
+def test_different_batch_is_a_curve_never_side_by_side_unless_allowed():
     records = [_record("a100", 100.0, "a", batch=32), _record("gaudi2", 300.0, "g", batch=40)]
-    separate = build_sections(records, None)
-    assert len(separate) == 2 and all(len(s.columns) == 1 for s in separate)
+    (curve,) = build_sections(records, None)  # one section: batch size is an axis, drawn as a curve
+    assert curve.axes == ("per_device_train_batch_size",) and "per_device_train_batch_size" not in curve.config
+    assert [(row.label, list(row.cells)) for row in curve.rows] == [("w0 decode=cpu b32", ["a100"]),
+                                                                    ("w0 decode=cpu b40", ["gaudi2"])]
+    assert build_headline([curve]) == []  # never paired across batch sizes
     (together,) = build_sections(records, "a100", parse_allow_diff("per_device_train_batch_size"))
     assert together.columns == ["a100", "gaudi2"]
     assert together.differences == {"per_device_train_batch_size": {"a100": "32", "gaudi2": "40"}}

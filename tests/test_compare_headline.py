@@ -5,8 +5,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from bridgetower_mlflow.compare import export, render
 from bridgetower_mlflow.compare import records as records_module
-from bridgetower_mlflow.compare import render
 from bridgetower_mlflow.compare.command import compare_command
 from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison, run_compare
 from bridgetower_mlflow.compare.references.published import ALL_CAVEATS
@@ -39,7 +39,7 @@ def cli(store, monkeypatch):
 
 
 def _ratios(pairs):
-    return {(p.gaudi, p.gpu): (round(p.matched_speedup, 2), round(p.best_speedup, 2)) for p in pairs}
+    return {(p.gaudi, p.gpu): (round(p.matched.speedup, 2), round(p.best.speedup, 2)) for p in pairs}
 
 
 @pytest.mark.parametrize("baseline", [None, "h100", "gaudi2", "a100"])
@@ -47,7 +47,7 @@ def test_headline_is_gaudi_vs_each_gpu_whatever_the_baseline(store, baseline):
     comparison, _ = build_comparison(store[0], CompareOptions(experiment_names=("study",), baseline=baseline))
     assert _ratios(comparison.headline) == FOUR_RATIOS
     assert {p.matched_setting.label for p in comparison.headline} == {"w2 decode=cpu"}
-    assert {p.best_gaudi.setting.label for p in comparison.headline} == {"w2 decode=device"}
+    assert {p.best.gaudi.setting.label for p in comparison.headline} == {"w2 decode=device"}
 
 
 def test_headline_is_the_first_table_and_the_per_baseline_tables_stay(cli):
@@ -70,7 +70,7 @@ def test_study_reference_shows_the_four_ratios_on_published_rows(store):
 
 
 def _published_values(comparison):
-    return {(s.source, g.accelerator, s.config.get("per_device_train_batch_size"), g.median)
+    return {(s.source, g.accelerator, g.config.get("per_device_train_batch_size"), g.median)
             for s in comparison.sections if s.published for row in s.rows for g in row.cells.values()}
 
 
@@ -109,7 +109,7 @@ def test_all_reference_shows_the_first_versions_published_pairs_in_text_markdown
         for setting, (speedup, matched) in FIRST_VERSION_PAIRS.items():
             assert _has_row(text, setting, f"{speedup:.2f}x", "matched" if matched else "a100's fastest"), setting
         assert _has_row(text, "w0 decode=cpu ddp", "532.4 (n=1, single run) 83.4 GB", "210.5 (n=1, single run)")
-    (pair,) = json.loads(render.to_json(comparison, ALL_CAVEATS))["published_pairs"]
+    (pair,) = json.loads(export.to_json(comparison, ALL_CAVEATS))["published_pairs"]
     assert (pair["gaudi"], pair["gaudi_batch"], pair["gpu"], pair["gpu_batch"]) == ("gaudi2", "40", "a100", "32")
     assert {r["gaudi_setting"]: (round(r["speedup"], 2), r["matched"]) for r in pair["rows"]} == FIRST_VERSION_PAIRS
     assert {r["gaudi"][PEAK_MEMORY_METRIC] for r in pair["rows"]} == {83.39}

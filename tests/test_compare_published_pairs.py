@@ -34,9 +34,9 @@ def test_published_pairs_give_the_studys_ratios_each_device_at_its_largest_batch
     assert not any(p.section.source == BLOG_V1_SOURCE for p in build_headline(sections))  # 40 vs 32: no headline
     (pair,) = build_published_pairs(sections, OWN_LARGEST_BATCH_SOURCES)
     assert pair.caption == CAPTION and pair.source == BLOG_V1_SOURCE
-    found = {setting_text(row.gaudi): (round(row.speedup, 2), row.matched) for row in pair.rows}
+    found = {setting_text(row.cells.gaudi): (round(row.cells.speedup, 2), row.matched) for row in pair.rows}
     assert found == STUDY_PAIRS
-    assert {setting_text(row.gpu) for row in pair.rows if not row.matched} == {"w1 decode=cpu ddp"}
+    assert {setting_text(row.cells.gpu) for row in pair.rows if not row.matched} == {"w1 decode=cpu ddp"}
     a100 = next(s for s in sections if s.source == BLOG_V1_SOURCE and "a100" in s.columns)
     gain = next(r for r in a100.setting_rows if r.setting.label == "w1 decode=cpu").vs_baseline_setting["a100"]
     assert round(gain, 2) == 1.41

@@ -10,7 +10,7 @@ from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.compare.command import compare_command
 from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison
-from bridgetower_mlflow.compare.tables import format_number
+from bridgetower_mlflow.compare.formatting import format_number
 
 from conftest import BIN, mlflow_run
 from fakes.synthetic_runs import log_scaled_copy
@@ -107,7 +107,7 @@ def test_real_noise_mark_follows_the_ranges(real, compare):
 
 def test_real_prices_give_usd_per_million_samples(real):
     comparison, section, cells = _cells(real[0], prices="cpu=0.10", price_source="a test figure, not a quote")
-    from bridgetower_mlflow.compare.render import csv_rows
+    from bridgetower_mlflow.compare.export import csv_rows
 
     row = next(r for r in csv_rows(comparison) if r["setting"] == "w0 decode=cpu")
     expected = 0.10 * 1 / (cells["w0 decode=cpu"].median * 3600) * 1e6

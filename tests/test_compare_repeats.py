@@ -6,12 +6,14 @@ from types import SimpleNamespace
 import pytest
 
 from bridgetower_mlflow.compare.charts import efficiency_panels, write_charts
+from bridgetower_mlflow.compare.comparison import Comparison
 from bridgetower_mlflow.compare.cost import PriceList
+from bridgetower_mlflow.compare.formatting import format_cell
 from bridgetower_mlflow.compare.headline import build_headline
 from bridgetower_mlflow.compare.records import record_from_run
-from bridgetower_mlflow.compare.speedups import Comparison, build_sections
+from bridgetower_mlflow.compare.speedups import build_sections
 from bridgetower_mlflow.compare.stats import olympic_mean
-from bridgetower_mlflow.compare.tables import format_cell, section_tables
+from bridgetower_mlflow.compare.tables import section_tables
 
 from fakes.synthetic_runs import TrainRunSpec, train_run_contents
 
@@ -39,7 +41,7 @@ def test_olympic_average_drops_best_and_worst_from_five_runs():
 def test_cells_show_n_and_range_olympic_from_five_runs_and_mark_a_single_run():
     (section,) = build_sections(_records("h100", [600, 610, 590, 650, 605]) + _records("a100", [340]), "a100")
     row = section.rows[0]
-    assert format_cell(row.cells["h100"]) == "605.0 (n=5, 590.0-650.0, olympic 605.0)"
+    assert format_cell(row.cells["h100"]) == "605.0 (n=5, 590.0-650.0, olympic 605.0) noisy 9.9%"  # 60 / 605
     assert format_cell(row.cells["a100"]) == "340.0 (n=1, single run)"
     three = build_sections(_records("h100", [600, 610, 590]), None)[0].rows[0].cells["h100"]
     assert format_cell(three) == "600.0 (n=3, 590.0-610.0)"
@@ -57,7 +59,7 @@ def test_speedups_whose_ranges_overlap_are_marked_within_noise():
     assert _table(section, "Best setting")[2][0][-1] == "1.00x"  # the baseline against itself
     assert _table(section, "Data-loading")[2][0][1:] == ["1.00x", "1.00x"]
     (pair,) = build_headline([section])
-    assert not pair.best_within_noise and pair.best_speedup == pytest.approx(510 / 420)
+    assert not pair.best.within_noise and pair.best.speedup == pytest.approx(510 / 420)
 
 
 def test_two_single_runs_are_never_called_noise():
@@ -67,8 +69,8 @@ def test_two_single_runs_are_never_called_noise():
 
 def test_tflops_mfu_and_energy_show_only_where_measured(tmp_path):
     measured = _records("h100", [600, 610], tflops=120.0, mfu=0.38, joules_per_sample=2.5)
-    unmeasured = _records("a100", [340, 350], batch=32)
-    sections = build_sections(measured + unmeasured, None)  # batch 48 vs 32: two sections
+    unmeasured = _records("a100", [340, 350], model="tiny")
+    sections = build_sections(measured + unmeasured, None)  # two models: two sections
     with_efficiency = next(s for s in sections if "h100" in s.columns)
     without = next(s for s in sections if "a100" in s.columns)
     caption, headers, rows = _table(with_efficiency, "Efficiency")
@@ -93,9 +95,9 @@ def test_headline_pairs_every_gaudi_with_every_gpu_even_without_a_shared_setting
     pairs = {(p.gaudi, p.gpu): p for p in build_headline([section])}
     assert set(pairs) == {("gaudi2", "h200"), ("gaudi3", "h200")}  # cpu is neither; baseline does not matter
     unmatched = pairs[("gaudi2", "h200")]
-    assert unmatched.matched_setting is None and unmatched.matched_speedup is None
-    assert unmatched.best_speedup == pytest.approx(800 / 700)
-    assert pairs[("gaudi3", "h200")].best_gaudi.setting.label == "w2 decode=device"
+    assert unmatched.matched_setting is None and unmatched.matched is None
+    assert unmatched.best.speedup == pytest.approx(800 / 700)
+    assert pairs[("gaudi3", "h200")].best.gaudi.setting.label == "w2 decode=device"
 
 
 def test_a_speedup_panel_with_one_accelerator_says_why_it_is_empty(tmp_path, monkeypatch):

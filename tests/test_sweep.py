@@ -93,7 +93,7 @@ def test_grid_values_are_validated():
 def test_cpu_sweep_runs_children_then_compares_on_the_parent(fake_store):
     result = CliRunner().invoke(sweep_command, [
         "--accel", "cpu", "--workers", "0,1", "--repeats", "2", "--experiment-name", "sweeps",
-        "--max-steps", "3", "--seed", "7"])
+        "--max-steps", "4", "--seed", "7"])
     assert result.exit_code == 0, result.output
     parent = _parent(fake_store)
     children = _children(fake_store, parent.info.run_id)
@@ -102,7 +102,7 @@ def test_cpu_sweep_runs_children_then_compares_on_the_parent(fake_store):
     for run in children.values():
         assert run.info.status == "FINISHED" and run.data.tags["bridgetower.run_kind"] == "train"
         argv = run.data.tags["fake.argv"]
-        assert "--max-steps 3" in argv and "--seed 7" in argv and "--experiment-name sweeps" in argv
+        assert "--max-steps 4" in argv and "--seed 7" in argv and "--experiment-name sweeps" in argv
         assert "--distribution-strategy ddp" in argv  # the default strategy, said explicitly
         assert "--per-device-train-batch-size" not in argv and "--image-backend" not in argv  # train's defaults
     assert "[1/4] cpu w0 decode=cpu r1: 10.0 samples/s (FINISHED), 3 left" in result.output
@@ -187,6 +187,10 @@ def test_strategy_and_batch_axes_reach_every_child_and_each_cell_says_when_it_st
     (["--distribution-strategy", "ddp,ring"], "distribution_strategy: invalid value 'ddp,ring'"),
     (["--distribution_strategy", "fast_ddp"], "distribution_strategy: invalid value 'fast_ddp'; allowed on cpu: ddp"),
     (["--per-device-train-batch-size", "8,0"], "per_device_train_batch_size: invalid value '0'"),
+    (["--devices", "1,x"], "devices: invalid value 'x'; allowed: a whole number"),
+    (["--max-steps", "2"], "throughput_warmup_steps: invalid value 3; allowed: fewer than max_steps=2"),
+    (["--max-steps", "4", "--throughput-warmup-steps", "4"], "throughput_warmup_steps: invalid value 4; allowed: "
+                                                            "fewer than max_steps=4"),
 ])
 def test_bad_axis_values_fail_before_any_run(fake_store, args, message):
     result = CliRunner().invoke(sweep_command, [*args, "--experiment-name", "sweeps"])

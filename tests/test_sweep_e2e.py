@@ -8,7 +8,8 @@ from bridgetower_mlflow.sweep.command import sweep_command
 
 @pytest.mark.slow
 def test_real_cpu_sweep_end_to_end(tmp_path, monkeypatch):
-    """Strategy x batch axes: fast_ddp skipped on CPU, one child per batch size, compare keeps them apart."""
+    """Strategy x devices axes: fast_ddp skipped on CPU, one child per device count (two ranks through torchrun),
+    compare puts them in one section with the scaling table."""
     from mlflow import MlflowClient
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
@@ -20,12 +21,12 @@ def test_real_cpu_sweep_end_to_end(tmp_path, monkeypatch):
     client.create_experiment("e2e", artifact_location=str(tmp_path / "artifacts"))
     result = CliRunner().invoke(sweep_command, [
         "--accel", "cpu", "--workers", "1", "--distribution-strategy", "ddp,fast_ddp",
-        "--per-device-train-batch-size", "4,8", "--repeats", "1", "--experiment-name", "e2e",
+        "--per-device-train-batch-size", "4", "--devices", "1,2", "--repeats", "1", "--experiment-name", "e2e",
         "--model", "tiny", "--max-steps", "2", "--image-backend", "study",
         "--", "--max-train-samples", "32", "--max-eval-samples", "16", "--log-model", "false",
         "--throughput-warmup-steps", "1"])
     assert result.exit_code == 0, result.output
-    names = ["cpu w1 decode=cpu ddp b4 r1", "cpu w1 decode=cpu ddp b8 r1"]
+    names = ["cpu w1 decode=cpu ddp d1 r1", "cpu w1 decode=cpu ddp d2 r1"]
     lines = result.output.splitlines()
     assert lines.index(f"[1/2] starting {names[0]}") < lines.index(f"[2/2] starting {names[1]}")
     assert any(line.startswith(f"[2/2] {names[1]}: ") and line.endswith("(FINISHED), 0 left") for line in lines)
@@ -42,13 +43,14 @@ def test_real_cpu_sweep_end_to_end(tmp_path, monkeypatch):
         params = run.data.params
         assert (params["distribution_strategy"], params["dataloader_num_workers"], params["image_backend"]) == (
             "ddp", "1", "study")
-        assert params["per_device_train_batch_size"] == run.info.run_name.split()[-2][1:]
+        assert run.data.tags["accelerator.count"] == run.info.run_name.split()[-2][1:]  # what ran, not what was asked
     tags = client.get_run(parent.info.run_id).data.tags
-    assert (tags["sweep.distribution_strategy"], tags["sweep.per_device_train_batch_size"]) == ("ddp,fast_ddp", "4,8")
+    assert (tags["sweep.distribution_strategy"], tags["sweep.devices"]) == ("ddp,fast_ddp", "1,2")
     assert "skipped device_decode=true on cpu" in tags["sweep.notes"]
     assert "skipped distribution_strategy=fast_ddp on cpu" in tags["sweep.notes"]
+    assert "devices on cpu are processes (torchrun ranks) sharing this host's" in tags["sweep.notes"]
     note = tags["mlflow.note.content"]
-    assert "| w1 decode=cpu |" in note and "model=tiny" in note
-    assert "batch/device=4" in note and "batch/device=8" in note  # two configurations, never one group
+    assert "| w1 decode=cpu d1 |" in note and "| w1 decode=cpu d2 |" in note and "model=tiny" in note
+    assert note.count("## [") == 1 and "Scaling over devices" in note  # one section, its scaling table
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id, "compare")}
-    assert {"compare/report.md", "compare/throughput.png", "compare/speedups.csv"} <= artifacts
+    assert {"compare/report.md", "compare/scaling.png", "compare/speedups.csv", "compare/tables"} <= artifacts

@@ -27,7 +27,6 @@ from bridgetower_mlflow.sweep.backends.ray_checks import (
     cell_request,
     check_feasible,
     parse_ray_address,
-    requested_devices,
     task_options,
 )
 from bridgetower_mlflow.sweep.backends.ray_nodes import AFFINITY, SHARED, SLOT, NodePool, choose_placement
@@ -294,7 +293,7 @@ def test_nodes_with_a_bridgetower_host_slot_run_the_cells_one_per_slot(ray_clust
 
 
 def test_a_cell_asks_for_its_accelerators_and_can_be_pinned_to_a_node():
-    gpu = task_options(cell_request("cuda", requested_devices(["--devices", "8"])), "h100 w0 r1")
+    gpu = task_options(cell_request("cuda", 8), "h100 w0 r1")
     assert (gpu["num_gpus"], gpu["num_cpus"], gpu["resources"]) == (8, 0, {})
     assert gpu["max_retries"] == 0 and gpu["retry_exceptions"] is False  # a retried cell would log twice
     hpu = task_options({**cell_request("gaudi", 8), HOST_RESOURCE: 1.0}, "gaudi2 w0 r1", "pinned")

@@ -1,38 +1,32 @@
-"""PNG charts (matplotlib, Agg backend): throughput with min-max bars, and speedups."""
+"""PNG charts (matplotlib, Agg backend): throughput with min-max bars, speedups, efficiency; and the rest."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from .comparison import Comparison
 from .cost import PriceList, usd_per_million_samples
+from .curve_charts import write_curve_charts
 from .grouping import GroupStats
-from .speedups import Comparison, ConfigSection
+from .phase_chart import write_phase_chart
+from .plotting import Axis, Figure, Pyplot, pyplot, section_title, wrapped
+from .speedups import ConfigSection
 
+Series = dict[str, list[float | None]]  # bar series name -> a value (or a gap) per label
+Errors = dict[str, list[tuple[float, float]]]  # series name -> (below, above) the median per label
+PanelValue = Callable[[GroupStats, PriceList], float | None]
 MAX_SECTIONS = 8
 BAR_AREA = 0.8
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")  # headless: no display on servers or under `mlflow run`
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _wrapped(text: str, width: int = 90) -> str:
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width)) or text
-
-
-def _figure(plt, rows: int, columns: int):
+def _figure(plt: Pyplot, rows: int, columns: int) -> tuple[Figure, Any]:
     figure, axes = plt.subplots(rows, columns, figsize=(10 * columns, 4.4 * rows), squeeze=False)
     return figure, axes
 
 
-def _grouped_bars(axis, labels: list[str], series: dict, errors: dict | None = None,
+def _grouped_bars(axis: Axis, labels: list[str], series: Series, errors: Errors | None = None,
                   hatch: str | None = None, annotate: bool = False) -> None:
     """One bar group per label, one bar per series; None values leave a gap."""
     width = min(BAR_AREA / max(len(series), 1), 0.35)
@@ -54,37 +48,38 @@ def _grouped_bars(axis, labels: list[str], series: dict, errors: dict | None = N
         axis.legend(fontsize=8)
 
 
-def _draw_throughput(axis, section: ConfigSection) -> None:
-    labels = [row.setting.label for row in section.rows]
-    series, errors = {}, {}
+def _draw_throughput(axis: Axis, section: ConfigSection) -> None:
+    labels = [row.label for row in section.rows]
+    series: Series = {}
+    errors: Errors = {}
     for column in section.columns:
         cells = [row.cells.get(column) for row in section.rows]
         series[column] = [g.median if g else None for g in cells]
         errors[column] = [(g.median - g.minimum, g.maximum - g.median) if g else (0, 0) for g in cells]
     _grouped_bars(axis, labels, series, errors, hatch="//" if section.published else None)
     axis.set_ylabel("samples/s (median, min-max)")
-    axis.set_title(_wrapped(_section_title(section)), fontsize=9)
+    axis.set_title(wrapped(section_title(section)), fontsize=9)
 
 
-def _draw_accelerator_speedups(axis, section: ConfigSection) -> None:
+def _draw_accelerator_speedups(axis: Axis, section: ConfigSection) -> None:
     base = section.baseline_column
     others = [c for c in section.columns if c != base]
-    labels = [row.setting.label for row in section.rows] + ["best vs best"]
-    best = {r.column: r.vs_baseline for r in section.best_rows}
-    series = {f"{c} vs {base}": [row.vs_baseline.get(c) for row in section.rows] + [best.get(c)]
-              for c in others}
+    labels = [row.label for row in section.rows] + [f"best vs best {p.label}".strip() for p in section.points]
+    best = [section.best_at(point) for point in section.points]
+    series = {f"{c} vs {base}": [row.vs_baseline.get(c) for row in section.rows]
+              + [at[c].vs_baseline if c in at else None for at in best] for c in others}
     _grouped_bars(axis, labels, series, annotate=True)
     axis.axhline(1.0, color="grey", linewidth=0.8)
     axis.set_ylabel(f"speedup over {base or 'baseline (absent)'}")
-    title = "accelerators: " + _section_title(section) if others else "only one accelerator here"
-    axis.set_title(_wrapped(title, 80), fontsize=9)
+    title = "accelerators: " + section_title(section) if others else "only one accelerator here"
+    axis.set_title(wrapped(title, 80), fontsize=9)
     if not others:  # say so inside the panel too: an empty frame reads as a broken chart
         axis.text(0.5, 0.5, f"only {base or 'one accelerator'} measured in this configuration:\n"
                   "no accelerator speedup to draw", ha="center", va="center", fontsize=8, transform=axis.transAxes)
 
 
-def _draw_setting_speedups(axis, section: ConfigSection) -> None:
-    labels = [row.setting.label for row in section.setting_rows]
+def _draw_setting_speedups(axis: Axis, section: ConfigSection) -> None:
+    labels = [row.label for row in section.setting_rows]
     series = {c: [row.vs_baseline_setting.get(c) for row in section.setting_rows] for c in section.columns}
     _grouped_bars(axis, labels, series, annotate=True)
     axis.axhline(1.0, color="grey", linewidth=0.8)
@@ -105,19 +100,20 @@ EFFICIENCY_PANELS = (
 )
 
 
-def _panel_series(section: ConfigSection, value, prices: PriceList) -> dict:
+def _panel_series(section: ConfigSection, value: PanelValue, prices: PriceList) -> Series:
     return {c: [value(row.cells[c], prices) if c in row.cells else None for row in section.rows]
             for c in section.columns}
 
 
-def efficiency_panels(section: ConfigSection, prices: PriceList) -> list[tuple[str, dict]]:
+def efficiency_panels(section: ConfigSection, prices: PriceList) -> list[tuple[str, Series]]:
     """(label, series) for each efficiency panel this section has any value for."""
     panels = [(label, _panel_series(section, value, prices)) for label, value in EFFICIENCY_PANELS]
     return [(label, series) for label, series in panels
             if any(v is not None for values in series.values() for v in values)]
 
 
-def _write_efficiency(plt, comparison: Comparison, sections, output_dir: Path) -> list[Path]:
+def _write_efficiency(plt: Pyplot, comparison: Comparison, sections: list[ConfigSection],
+                      output_dir: Path) -> list[Path]:
     shown = [(s, efficiency_panels(s, comparison.prices)) for s in sections]
     shown = [(s, panels) for s, panels in shown if panels]
     if not shown:
@@ -127,10 +123,10 @@ def _write_efficiency(plt, comparison: Comparison, sections, output_dir: Path) -
         for axis in row[len(panels):]:
             axis.axis("off")
         for axis, (label, series) in zip(row, panels):
-            _grouped_bars(axis, [r.setting.label for r in section.rows], series,
+            _grouped_bars(axis, [r.label for r in section.rows], series,
                           hatch="//" if section.published else None)
             axis.set_ylabel(label, fontsize=8)
-            axis.set_title(_wrapped(_section_title(section), 60), fontsize=8)
+            axis.set_title(wrapped(section_title(section), 60), fontsize=8)
     figure.tight_layout()
     path = Path(output_dir) / "efficiency.png"
     figure.savefig(path, dpi=110)
@@ -138,15 +134,11 @@ def _write_efficiency(plt, comparison: Comparison, sections, output_dir: Path) -
     return [path]
 
 
-def _section_title(section: ConfigSection) -> str:
-    prefix = "PUBLISHED: " if section.published else ""
-    return prefix + section.title()
-
-
 def write_charts(comparison: Comparison, output_dir: Path) -> list[Path]:
-    """throughput.png, speedups.png and, where anything is measured or priced, efficiency.png."""
-    plt = _pyplot()
-    sections = comparison.sections[:MAX_SECTIONS]
+    """throughput.png, speedups.png; efficiency.png where anything is measured or priced; a curve chart per
+    swept axis (scaling.png, batch_size.png, strategy.png); phases.png where train measured phases."""
+    plt = pyplot()
+    sections = [s for s in comparison.sections if s.rows][:MAX_SECTIONS]
     if not sections:
         return []
     paths = []
@@ -168,4 +160,5 @@ def write_charts(comparison: Comparison, output_dir: Path) -> list[Path]:
         figure.savefig(path, dpi=110)
         plt.close(figure)
         paths.append(path)
-    return paths + _write_efficiency(plt, comparison, sections, output_dir)
+    return (paths + _write_efficiency(plt, comparison, sections, output_dir)
+            + write_curve_charts(plt, sections, Path(output_dir)) + write_phase_chart(plt, sections, Path(output_dir)))

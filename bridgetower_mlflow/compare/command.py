@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..cli_support import CONTEXT, dual_option, mark_project_run_failed, reports_errors
+
+if TYPE_CHECKING:
+    from .gate import GateResult
 
 
 @click.command("compare", context_settings=CONTEXT)
@@ -37,7 +41,7 @@ from ..cli_support import CONTEXT, dual_option, mark_project_run_failed, reports
 @click.option("--tolerance", default="0.95", show_default=True,
               help="Gate rule (optimum-habana's CI): fail below tolerance x the gated samples/s.")
 @reports_errors
-def compare_command(**options):
+def compare_command(**options: Any) -> None:
     """Group train runs into identical configurations and report speedups across accelerators."""
     from .flow import CompareOptions, run_compare
 
@@ -67,7 +71,7 @@ def compare_command(**options):
         _fail_gate(outcome.gate)
 
 
-def _fail_gate(gate) -> None:
+def _fail_gate(gate: GateResult) -> None:
     """The gate's verdict: its lines at the end of the log, one error line, exit status 1."""
     for check in gate.failed:
         click.echo(check.line())

@@ -20,7 +20,7 @@ NO_SOURCE = "not stated"
 class PriceList:
     """Prices the user gave (never built in) and where they said they come from."""
 
-    usd_per_device_hour: dict = field(default_factory=dict)
+    usd_per_device_hour: dict[str, float] = field(default_factory=dict)
     source: str = ""
 
     def __bool__(self) -> bool:
@@ -78,4 +78,4 @@ def usd_per_million_samples(group: GroupStats | None, prices: PriceList) -> floa
     if devices is None:
         return None
     hourly = prices.usd_per_device_hour[group.accelerator] * devices
-    return hourly / (group.median * SECONDS_PER_HOUR) * SAMPLES_PER_UNIT
+    return float(hourly / (group.median * SECONDS_PER_HOUR) * SAMPLES_PER_UNIT)

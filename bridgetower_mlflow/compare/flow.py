@@ -2,45 +2,56 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..contract import NOTE_LIMIT, NOTE_TAG, RUN_KIND_COMPARE, RUN_KIND_TAG
 from ..errors import ConfigError
 from ..redact import redact_text
 from ..tracking.runs import FINISHED, create_run, settle_run
-from . import render
+from . import export, render
+from .comparison import Comparison
 from .gate import GateResult, check_gate, gate_document, write_gate
 from .headline import build_headline
 from .options import CompareOptions, ParsedOptions, parse_options
 from .progress import ReadProgress
 from .published_pairs import build_published_pairs
-from .records import fetch_run_records
+from .records import FetchedRuns, fetch_run_records
 from .references.published import ALL_CAVEATS, OWN_LARGEST_BATCH_SOURCES, reference_notes, reference_records
+from .repeats import unmatched_notes
+from .results import log_results
 from .scope import CompareScope, nothing_matched, resolve_scope
-from .speedups import Comparison, build_sections
+from .speedups import build_sections
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
 
 __all__ = ["CompareOptions", "CompareOutcome", "build_comparison", "run_compare", "ui_links"]
 ARTIFACT_DIR = "compare"
 GATE_ARTIFACT = "gate.json"
 
 
-@dataclass
+@dataclass(frozen=True)
 class CompareOutcome:
+    """What a compare produced: the comparison, its report, and where its files and run went."""
+
     comparison: Comparison
     text: str
     markdown: str
-    files: list[Path] = field(default_factory=list)
+    files: tuple[Path, ...] = ()
     logged_run_id: str | None = None
-    links: list[str] = field(default_factory=list)
+    links: tuple[str, ...] = ()
     gate: GateResult | None = None
     gate_file: Path | None = None
 
 
-def build_comparison(client, options: CompareOptions, parsed: ParsedOptions | None = None):
+def build_comparison(client: MlflowClient, options: CompareOptions,
+                     parsed: ParsedOptions | None = None) -> tuple[Comparison, CompareScope]:
     """Fetch matching train runs and build the tables; raises NoMatchingRuns or ConfigError."""
     parsed = parsed or parse_options(options)
     scope = resolve_scope(client, options.experiment_names, options.experiment_ids,
@@ -52,23 +63,29 @@ def build_comparison(client, options: CompareOptions, parsed: ParsedOptions | No
     present = sorted({r.accelerator for r in records})
     if parsed.baseline and parsed.baseline not in present:
         raise ConfigError("baseline", options.baseline, "accelerators present: " + ", ".join(present))
-    sections = build_sections(records, parsed.baseline, parsed.allow_diff)
+    sections = build_sections(records, parsed.baseline, parsed.allow_diff, tuple(fetched.failed_repeats))
     comparison = Comparison(
-        sections=sections, baseline=parsed.baseline, allow_diff=parsed.allow_diff,
-        run_count=len(fetched.records), left_out=dict(fetched.left_out), experiments=scope.describe(),
-        headline=build_headline(sections), prices=parsed.prices,
-        published_pairs=build_published_pairs(sections, OWN_LARGEST_BATCH_SOURCES),
+        sections=tuple(sections), baseline=parsed.baseline, allow_diff=parsed.allow_diff,
+        run_count=len(fetched.records), left_out=dict(fetched.left_out), experiments=tuple(scope.describe()),
+        notes=tuple(_notes(parsed, fetched, present)), headline=tuple(build_headline(sections)), prices=parsed.prices,
+        published_pairs=tuple(build_published_pairs(sections, OWN_LARGEST_BATCH_SOURCES)),
     )
-    if parsed.baseline is None:
-        comparison.notes.append("Baseline per configuration: a100 where present, else the first accelerator.")
-    comparison.notes += reference_notes(parsed.reference)
-    unpriced = [name for name in present if parsed.prices and name not in parsed.prices.usd_per_device_hour]
-    if unpriced:
-        comparison.notes.append("No price given for: " + ", ".join(unpriced) + " (their cost cells read -).")
     return comparison, scope
 
 
-def _fetch(client, scope: CompareScope):
+def _notes(parsed: ParsedOptions, fetched: FetchedRuns, present: list[str]) -> list[str]:
+    """What the report says before its tables: the baseline rule, references, failed cells, missing prices."""
+    notes = [] if parsed.baseline else ["Baseline per configuration: a100 where present, else the first accelerator."]
+    notes += reference_notes(parsed.reference)
+    swept = {(r.parent_run_id, r.sweep_cell) for r in fetched.records if r.sweep_cell}
+    notes += unmatched_notes(fetched.failed_repeats, swept)
+    unpriced = [name for name in present if parsed.prices and name not in parsed.prices.usd_per_device_hour]
+    if unpriced:
+        notes.append("No price given for: " + ", ".join(unpriced) + " (their cost cells read -).")
+    return notes
+
+
+def _fetch(client: MlflowClient, scope: CompareScope) -> FetchedRuns:
     from mlflow.exceptions import MlflowException
 
     try:
@@ -88,8 +105,8 @@ def write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool = Fa
     contents = {
         "report.md": render.to_markdown(comparison, ALL_CAVEATS),
         "report.txt": render.to_text(comparison, ALL_CAVEATS),
-        "speedups.csv": render.to_csv(comparison),
-        "speedups.json": render.to_json(comparison, ALL_CAVEATS),
+        "speedups.csv": export.to_csv(comparison),
+        "speedups.json": export.to_json(comparison, ALL_CAVEATS),
     }
     if with_gate:
         contents[GATE_ARTIFACT] = json.dumps(gate_document(comparison), indent=2) + "\n"
@@ -101,9 +118,9 @@ def write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool = Fa
     return paths + write_charts(comparison, output_dir)
 
 
-def run_compare(options: CompareOptions, client=None) -> CompareOutcome:
+def run_compare(options: CompareOptions, client: MlflowClient | None = None) -> CompareOutcome:
     """The compare command's work, minus printing (and minus the gate's exit status)."""
-    from mlflow import MlflowClient
+    from mlflow.tracking import MlflowClient
 
     parsed = parse_options(options)  # bad options fail before the tracking server is asked anything
     client = client or MlflowClient()
@@ -111,25 +128,22 @@ def run_compare(options: CompareOptions, client=None) -> CompareOutcome:
     gate = None
     if parsed.gate_document is not None:
         gate = check_gate(comparison, parsed.gate_document, parsed.tolerance, options.gate.strip())
-        comparison.notes += gate.lines()
+        comparison = comparison.with_notes(gate.lines())
+    gate_file = write_gate(comparison, options.write_gate.strip()) if options.write_gate.strip() else None
     outcome = CompareOutcome(comparison, render.to_text(comparison, ALL_CAVEATS),
-                             render.to_markdown(comparison, ALL_CAVEATS), gate=gate)
-    if options.write_gate.strip():
-        outcome.gate_file = write_gate(comparison, options.write_gate.strip())
+                             render.to_markdown(comparison, ALL_CAVEATS), gate=gate, gate_file=gate_file)
     if not (options.output_dir or options.log_to_mlflow):
         return outcome
     with tempfile.TemporaryDirectory(prefix="bridgetower-compare-") as scratch:
         output_dir = Path(options.output_dir or scratch)
-        outcome.files = write_outputs(comparison, output_dir, with_gate=outcome.gate_file is not None)
-        if options.log_to_mlflow:
-            outcome.logged_run_id = log_compare_run(client, options, scope, outcome, output_dir)
-    outcome.links = ui_links(client, scope, outcome.logged_run_id)
-    if not options.output_dir:
-        outcome.files = []  # the scratch copies are gone; the artifacts hold them
-    return outcome
+        files = write_outputs(comparison, output_dir, with_gate=gate_file is not None)
+        run_id = log_compare_run(client, options, scope, outcome, output_dir) if options.log_to_mlflow else None
+    # without an output folder the scratch copies are gone; the artifacts hold them
+    return dataclasses.replace(outcome, files=tuple(files) if options.output_dir else (), logged_run_id=run_id,
+                               links=tuple(ui_links(client, scope, run_id)))
 
 
-def _summary_tags(options: CompareOptions, scope: CompareScope, outcome: CompareOutcome) -> dict:
+def _summary_tags(options: CompareOptions, scope: CompareScope, outcome: CompareOutcome) -> dict[str, str]:
     comparison, gate = outcome.comparison, outcome.gate
     return {
         "compare.baseline": comparison.baseline or "auto",
@@ -154,14 +168,14 @@ def _note(markdown: str) -> str:
     return markdown[: NOTE_LIMIT - len(suffix)] + suffix
 
 
-def log_compare_run(client, options: CompareOptions, scope: CompareScope, outcome: CompareOutcome,
+def log_compare_run(client: MlflowClient, options: CompareOptions, scope: CompareScope, outcome: CompareOutcome,
                     output_dir: Path) -> str:
     """Log outputs on the sweep parent, on `mlflow run`'s run, or on a new `compare` run."""
     from mlflow.entities import RunTag
 
     tags = _summary_tags(options, scope, outcome)
     tags[NOTE_TAG] = _note(outcome.markdown)
-    run_id = options.parent_run_id or os.environ.get("MLFLOW_RUN_ID")
+    run_id = options.parent_run_id or os.environ.get("MLFLOW_RUN_ID") or ""
     created = not run_id
     if created:
         name = f"compare {outcome.comparison.run_count} runs"
@@ -170,12 +184,13 @@ def log_compare_run(client, options: CompareOptions, scope: CompareScope, outcom
         tags[RUN_KIND_TAG] = RUN_KIND_COMPARE  # the run `mlflow run -e compare` created
     client.log_batch(run_id, tags=[RunTag(key, value) for key, value in tags.items()])
     client.log_artifacts(run_id, str(output_dir), ARTIFACT_DIR)
+    log_results(client, run_id, outcome.comparison, outcome.gate)
     if created:
         settle_run(client, run_id, FINISHED)
     return run_id
 
 
-def ui_links(client, scope: CompareScope, run_id: str | None) -> list[str]:
+def ui_links(client: MlflowClient, scope: CompareScope, run_id: str | None) -> list[str]:
     """Runs-view (and compare run) links when the tracking server is http(s)."""
     uri = getattr(client, "tracking_uri", "") or ""
     if not str(uri).startswith(("http://", "https://")):

@@ -10,34 +10,37 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..contract import THROUGHPUT_METRIC
 from ..errors import ConfigError
+from .comparison import Comparison
+from .formatting import format_number
 from .grouping import CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats
-from .speedups import Comparison
-from .tables import format_number
 
 GATE_FORMAT = "bridgetower-mlflow compare gate"
 GATE_VERSION = 1
 DEFAULT_TOLERANCE = 0.95
 GATE_ALLOWED = "allowed: a JSON file written by `compare --write-gate`"
+GateKey = dict[str, Any]  # accelerator, setting, warmup and configuration of one gated cell
+Document = dict[str, Any]  # a gate file's JSON
 
 
-def gate_key(group: GroupStats) -> dict:
+def gate_key(group: GroupStats) -> GateKey:
     """What identifies a gated cell: accelerator, data-loading setting, warmup rule, configuration."""
     return {"accelerator": group.accelerator, "dataloader_num_workers": group.setting.workers,
             "decode": group.setting.decode, "throughput_warmup_steps": group.warmup,
             **{key: group.config[key] for key in CONFIG_KEYS}}
 
 
-def key_text(key: dict) -> str:
+def key_text(key: GateKey) -> str:
     """`cpu w0 decode=cpu | model=tiny, ..., warmup steps=3` for the gate's report lines."""
     config = ", ".join(f"{SHORT_KEY_NAMES.get(k, k)}={key.get(k)}" for k in CONFIG_KEYS if key.get(k) != "")
     return (f"{key.get('accelerator')} w{key.get('dataloader_num_workers')} decode={key.get('decode')} | "
             f"{config}, warmup steps={key.get('throughput_warmup_steps')}")
 
 
-def _identity(key: dict) -> str:
+def _identity(key: GateKey) -> str:
     return json.dumps({k: str(v) for k, v in key.items()}, sort_keys=True)
 
 
@@ -45,12 +48,12 @@ def measured_groups(comparison: Comparison) -> list[GroupStats]:
     return [g for s in comparison.sections if not s.published for row in s.rows for g in row.cells.values()]
 
 
-def gate_document(comparison: Comparison) -> dict:
+def gate_document(comparison: Comparison) -> Document:
     """The JSON a gate file holds: one entry per measured cell, its median samples/s."""
     entries = [{"key": gate_key(g), "samples_per_second": g.median, "n": g.n, "min": g.minimum,
                 "max": g.maximum, "run_ids": list(g.run_ids)} for g in measured_groups(comparison)]
     return {"format": GATE_FORMAT, "version": GATE_VERSION, "metric": THROUGHPUT_METRIC,
-            "aggregate": "median", "experiments": comparison.experiments, "entries": entries}
+            "aggregate": "median", "experiments": list(comparison.experiments), "entries": entries}
 
 
 def write_gate(comparison: Comparison, path: str) -> Path:
@@ -63,7 +66,7 @@ def write_gate(comparison: Comparison, path: str) -> Path:
     return target
 
 
-def read_gate(path: str) -> dict:
+def read_gate(path: str) -> Document:
     """A gate file's document; ConfigError when it is missing or not one compare wrote."""
     try:
         document = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
@@ -73,10 +76,10 @@ def read_gate(path: str) -> dict:
         raise ConfigError("gate", path, f"{GATE_ALLOWED} (this one is not JSON)") from None
     if not _is_gate(document):
         raise ConfigError("gate", path, f"{GATE_ALLOWED} (format {GATE_FORMAT!r}, entries with key and samples/s)")
-    return document
+    return dict(document)
 
 
-def _is_gate(document) -> bool:
+def _is_gate(document: object) -> bool:
     if not isinstance(document, dict) or document.get("format") != GATE_FORMAT:
         return False
     entries = document.get("entries")
@@ -85,7 +88,7 @@ def _is_gate(document) -> bool:
         for e in entries)
 
 
-def parse_tolerance(value) -> float:
+def parse_tolerance(value: object) -> float:
     try:
         tolerance = float(str(value).strip())
     except ValueError:
@@ -97,7 +100,7 @@ def parse_tolerance(value) -> float:
 
 @dataclass(frozen=True)
 class GateCheck:
-    key: dict
+    key: GateKey
     gated: float
     current: GroupStats
     tolerance: float
@@ -118,15 +121,15 @@ class GateCheck:
                 f" ({change:+.1f}% vs gate)")
 
 
-@dataclass
+@dataclass(frozen=True)
 class GateResult:
     """Checks of every gated configuration found now; what the gate has that this comparison lacks."""
 
     path: str
     tolerance: float
     checks: list[GateCheck] = field(default_factory=list)
-    missing: list[dict] = field(default_factory=list)
-    new: list[dict] = field(default_factory=list)
+    missing: list[GateKey] = field(default_factory=list)
+    new: list[GateKey] = field(default_factory=list)
 
     @property
     def failed(self) -> list[GateCheck]:
@@ -143,22 +146,17 @@ class GateResult:
                 *(f"  not here: {key_text(key)}" for key in self.missing)]
 
 
-def check_gate(comparison: Comparison, document: dict, tolerance: float, path: str) -> GateResult:
+def check_gate(comparison: Comparison, document: Document, tolerance: float, path: str) -> GateResult:
     """Match gated cells to measured ones; ConfigError when none of the gate's configurations is here."""
     current = {_identity(gate_key(g)): g for g in measured_groups(comparison)}
-    result = GateResult(path, tolerance)
-    gated_ids = set()
-    for entry in document["entries"]:
-        identity = _identity(entry["key"])
-        gated_ids.add(identity)
-        if identity in current:
-            result.checks.append(GateCheck(entry["key"], float(entry["samples_per_second"]), current[identity],
-                                           tolerance))
-        else:
-            result.missing.append(entry["key"])
-    result.new = [gate_key(g) for identity, g in current.items() if identity not in gated_ids]
-    if not result.checks:
-        first = key_text(document["entries"][0]["key"]) if document["entries"] else "the gate is empty"
+    entries = document["entries"]
+    gated_ids = {_identity(entry["key"]) for entry in entries}
+    checks = [GateCheck(entry["key"], float(entry["samples_per_second"]), current[_identity(entry["key"])], tolerance)
+              for entry in entries if _identity(entry["key"]) in current]
+    if not checks:
+        first = key_text(entries[0]["key"]) if entries else "the gate is empty"
         raise ConfigError("gate", path, "allowed: a gate with configurations in this comparison; none of its "
-                          f"{len(document['entries'])} is here (first: {first})")
-    return result
+                          f"{len(entries)} is here (first: {first})")
+    return GateResult(path, tolerance, checks,
+                      missing=[entry["key"] for entry in entries if _identity(entry["key"]) not in current],
+                      new=[gate_key(g) for identity, g in current.items() if identity not in gated_ids])

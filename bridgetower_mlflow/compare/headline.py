@@ -1,72 +1,63 @@
-"""Pure headline: each Gaudi column against each GPU column of a section, whatever the baseline."""
+"""Pure headline: each Gaudi column against each GPU column of a section, whatever the baseline.
+
+Pairs sit at one axis point: the same batch size, device count and strategy on both sides.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..contract import CUDA_FAMILY, GAUDI_FAMILY
 from ..contract import accelerator_family as contract_family
-from .grouping import GroupStats, Setting, ratio
+from .axes import AxisPoint
+from .grouping import GroupStats, Setting
+from .pairs import CellPair
+from .phases import gap_sentence
 from .speedups import ConfigSection
-from .stats import within_noise
 
-GAUDI_FAMILY, GPU_FAMILY = "gaudi", "cuda"
+GAUDI_SIDE, GPU_SIDE = GAUDI_FAMILY, "gpu"  # how tables and JSON name the two sides of a pair
 MATCHED_RULE = ("matched = the same workers and decode class on both, at the setting where the GPU is "
                 "fastest among those both ran; best = each side's fastest setting")
 
 
 @dataclass(frozen=True)
-class SettingPair:
-    """One Gaudi cell against one GPU cell at the same data-loading setting."""
-
-    setting: Setting
-    gaudi: GroupStats
-    gpu: GroupStats
-
-    @property
-    def speedup(self) -> float | None:
-        return ratio(self.gaudi.median, self.gpu.median)
-
-    @property
-    def within_noise(self) -> bool:
-        return within_noise(self.gaudi, self.gpu)
-
-
-@dataclass(frozen=True)
 class HeadlinePair:
-    """One Gaudi column against one GPU column of one configuration section."""
+    """One Gaudi column against one GPU column of one configuration section, at one axis point."""
 
     section_index: int  # 1-based, as the sections are listed
     section: ConfigSection
     gaudi: str
     gpu: str
-    matched_setting: Setting | None
-    matched_gaudi: GroupStats | None
-    matched_gpu: GroupStats | None
-    best_gaudi: GroupStats
-    best_gpu: GroupStats
-    every_setting: tuple[SettingPair, ...] = ()  # every setting both ran, in the section's order
+    matched: CellPair | None  # the same setting on both, where the GPU is fastest; None when none is shared
+    best: CellPair  # each side's fastest setting
+    every_setting: tuple[CellPair, ...] = ()  # every setting both ran, in the section's order
+    point: AxisPoint = AxisPoint()  # where on the section's swept axes both sides ran
 
     @property
-    def matched_speedup(self) -> float | None:
-        return ratio(self.matched_gaudi.median if self.matched_gaudi else None,
-                     self.matched_gpu.median if self.matched_gpu else None)
+    def matched_setting(self) -> Setting | None:
+        return self.matched.setting if self.matched else None
 
     @property
-    def best_speedup(self) -> float | None:
-        return ratio(self.best_gaudi.median, self.best_gpu.median)
+    def why(self) -> str | None:
+        """The phase behind most of the gap, as both sides' shares (matched cells, else best); None unmeasured."""
+        cells = self.matched or self.best
+        return explain_gap(self.gaudi, cells.gaudi, self.gpu, cells.gpu)
 
-    @property
-    def matched_within_noise(self) -> bool:
-        return within_noise(self.matched_gaudi, self.matched_gpu)
 
-    @property
-    def best_within_noise(self) -> bool:
-        return within_noise(self.best_gaudi, self.best_gpu)
+def explain_gap(first_name: str, first: GroupStats, second_name: str, second: GroupStats) -> str | None:
+    """`h100 waits 31 % on data, gaudi2 4 %`: the slower cell's phase that explains most of the gap."""
+    if not first.phase_fractions or not second.phase_fractions or first.median == second.median:
+        return None
+    (slow_name, slow), (fast_name, fast) = sorted(((first_name, first), (second_name, second)),
+                                                  key=lambda side: side[1].median)
+    return gap_sentence(slow_name, (slow.phase_shares(), slow.phase_step_seconds()),
+                        fast_name, (fast.phase_shares(), fast.phase_step_seconds()))
 
 
 def accelerator_family(name: str) -> str:
-    """gaudi, cuda, cpu, or `other` for a name that is none of the accelerator names."""
-    return contract_family(name) or "other"
+    """gaudi, cuda, cpu, or `unknown` for a name that is none of the accelerator names."""
+    return contract_family(name) or "unknown"
 
 
 def column_accelerators(section: ConfigSection) -> dict[str, str]:
@@ -74,38 +65,42 @@ def column_accelerators(section: ConfigSection) -> dict[str, str]:
     return {row.column: row.best.accelerator for row in section.best_rows}
 
 
-def _pair(index: int, section: ConfigSection, gaudi: str, gpu: str) -> HeadlinePair:
-    shared = [row for row in section.rows if gaudi in row.cells and gpu in row.cells]
+def _pair(index: int, section: ConfigSection, point: AxisPoint, gaudi: str, gpu: str) -> HeadlinePair | None:
+    best = {column: row.best for column, row in section.best_at(point).items()}
+    if gaudi not in best or gpu not in best:
+        return None  # one side did not run at this point: never paired across batch sizes or device counts
+    shared = [row for row in section.rows if row.point == point and gaudi in row.cells and gpu in row.cells]
     matched = max(shared, key=lambda row: row.cells[gpu].median, default=None)
-    best = {row.column: row.best for row in section.best_rows}
     return HeadlinePair(
         section_index=index, section=section, gaudi=gaudi, gpu=gpu,
-        matched_setting=matched.setting if matched else None,
-        matched_gaudi=matched.cells[gaudi] if matched else None,
-        matched_gpu=matched.cells[gpu] if matched else None,
-        best_gaudi=best[gaudi], best_gpu=best[gpu],
-        every_setting=tuple(SettingPair(row.setting, row.cells[gaudi], row.cells[gpu]) for row in shared),
+        matched=CellPair(matched.cells[gaudi], matched.cells[gpu]) if matched else None,
+        best=CellPair(best[gaudi], best[gpu]),
+        every_setting=tuple(CellPair(row.cells[gaudi], row.cells[gpu]) for row in shared),
+        point=point,
     )
 
 
 def build_headline(sections: list[ConfigSection]) -> list[HeadlinePair]:
-    """Every (Gaudi, GPU) column pair within each section: measured sections first, as listed."""
+    """Every (Gaudi, GPU) column pair at each point of each section: measured sections first, as listed."""
     pairs = []
     for index, section in enumerate(sections, 1):
         kinds = {column: accelerator_family(accel) for column, accel in column_accelerators(section).items()}
         gaudis = [c for c in section.columns if kinds.get(c) == GAUDI_FAMILY]
-        gpus = [c for c in section.columns if kinds.get(c) == GPU_FAMILY]
-        pairs += [_pair(index, section, gaudi, gpu) for gaudi in gaudis for gpu in gpus]
+        gpus = [c for c in section.columns if kinds.get(c) == CUDA_FAMILY]
+        found = (_pair(index, section, point, gaudi, gpu) for point in section.points
+                 for gaudi in gaudis for gpu in gpus)
+        pairs += [pair for pair in found if pair is not None]
     return pairs
 
 
-def absent_pair_note(sections: list[ConfigSection]) -> str:
+def absent_pair_note(sections: Sequence[ConfigSection]) -> str:
     """Why the headline is empty: which families ran, none of them side by side."""
-    found = {GAUDI_FAMILY: set(), GPU_FAMILY: set()}
+    found: dict[str, set[str]] = {GAUDI_FAMILY: set(), CUDA_FAMILY: set()}
     for section in sections:
         for accel in column_accelerators(section).values():
             found.setdefault(accelerator_family(accel), set()).add(accel)
     gaudi = ", ".join(sorted(found[GAUDI_FAMILY])) or "none"
-    gpu = ", ".join(sorted(found[GPU_FAMILY])) or "none"
+    gpu = ", ".join(sorted(found[CUDA_FAMILY])) or "none"
     return (f"No Gaudi-vs-GPU headline: no configuration has both (Gaudi runs: {gaudi}; GPU runs: {gpu}). "
-            "Different batch sizes or device counts are separate configurations; see --allow-diff.")
+            "Pairs need the same batch size and device count on both sides (other values are curves of one "
+            "section, never paired); --allow-diff sets different values side by side.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ConfigError
 from .cost import PriceList, parse_prices
@@ -15,8 +16,8 @@ from .speedups import parse_allow_diff
 class CompareOptions:
     """compare's CLI options as given (validated by parse_options)."""
 
-    experiment_names: tuple = ()
-    experiment_ids: tuple = ()
+    experiment_names: tuple[str, ...] = ()
+    experiment_ids: tuple[str, ...] = ()
     filter_string: str = ""
     baseline: str | None = None
     allow_diff: str = ""
@@ -36,11 +37,11 @@ class ParsedOptions:
     """The validated parts build_comparison and the gate use."""
 
     reference: str
-    allow_diff: tuple
+    allow_diff: tuple[str, ...]
     baseline: str | None
     prices: PriceList
     tolerance: float
-    gate_document: dict | None
+    gate_document: dict[str, Any] | None  # a --write-gate file's JSON
 
 
 def parse_options(options: CompareOptions) -> ParsedOptions:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from typing import TextIO
 
 PROGRESS_INTERVAL_S = 2.0  # at most one line this often, so a fast store does not flood the terminal
 
@@ -14,7 +16,8 @@ class ReadProgress:
     stdout carries the report, so the lines go to `stream` (stderr unless given).
     """
 
-    def __init__(self, stream=None, interval: float = PROGRESS_INTERVAL_S, clock=time.monotonic):
+    def __init__(self, stream: TextIO | None = None, interval: float = PROGRESS_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._stream, self._interval, self._clock = stream, interval, clock
         self._started = clock()
         self._last: float | None = None

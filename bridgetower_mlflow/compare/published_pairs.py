@@ -7,12 +7,14 @@ batch sizes: their batch is a choice made here, not a device's limit.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from .grouping import CONFIG_KEYS, DECODE_ORDER, GroupStats, ratio
-from .headline import GAUDI_FAMILY, GPU_FAMILY, accelerator_family
+from ..contract import CUDA_FAMILY, GAUDI_FAMILY
+from .grouping import CONFIG_KEYS, DECODE_ORDER, GroupStats
+from .headline import accelerator_family
+from .pairs import CellPair
 from .speedups import ConfigSection
-from .stats import within_noise
 
 BATCH_KEY, STRATEGY_KEY = "per_device_train_batch_size", "distribution_strategy"
 PAIR_RULE = ("matched = the same workers, decode and strategy on both; a Gaudi setting the GPU did not run "
@@ -28,17 +30,8 @@ def setting_text(group: GroupStats) -> str:
 class PublishedPairRow:
     """One published Gaudi row against the GPU row it is compared with."""
 
-    gaudi: GroupStats
-    gpu: GroupStats
-    matched: bool  # False: the GPU did not run this setting; `gpu` is its fastest row
-
-    @property
-    def speedup(self) -> float | None:
-        return ratio(self.gaudi.median, self.gpu.median)
-
-    @property
-    def within_noise(self) -> bool:
-        return within_noise(self.gaudi, self.gpu)
+    cells: CellPair
+    matched: bool  # False: the GPU did not run this setting; `cells.gpu` is its fastest row
 
 
 @dataclass(frozen=True)
@@ -63,7 +56,7 @@ def _same_but_batch_and_strategy(first: GroupStats, second: GroupStats) -> bool:
         first.config[key] == second.config[key] for key in CONFIG_KEYS if key not in (BATCH_KEY, STRATEGY_KEY))
 
 
-def _row_order(group: GroupStats) -> tuple:
+def _row_order(group: GroupStats) -> tuple[int, str, int]:
     return (group.setting.workers, group.config.get(STRATEGY_KEY, ""), DECODE_ORDER.get(group.setting.decode, 9))
 
 
@@ -73,13 +66,13 @@ def _pair_rows(gaudis: list[GroupStats], gpus: list[GroupStats]) -> tuple[Publis
     for gaudi in sorted(gaudis, key=_row_order):
         same = next((g for g in gpus if g.setting == gaudi.setting
                      and g.config.get(STRATEGY_KEY) == gaudi.config.get(STRATEGY_KEY)), None)
-        rows.append(PublishedPairRow(gaudi, same or fastest, matched=same is not None))
+        rows.append(PublishedPairRow(CellPair(gaudi, same or fastest), matched=same is not None))
     return tuple(rows)
 
 
-def build_published_pairs(sections: list[ConfigSection], sources) -> list[PublishedPair]:
+def build_published_pairs(sections: Sequence[ConfigSection], sources: Collection[str]) -> list[PublishedPair]:
     """Each (Gaudi, GPU) accelerator pair of each listed source whose rows differ only in batch (and strategy)."""
-    cells: dict[tuple, list[GroupStats]] = {}
+    cells: dict[tuple[str, str, str], list[GroupStats]] = {}
     for section in sections:
         if section.published and section.source in sources:
             for row in section.rows:
@@ -91,7 +84,7 @@ def build_published_pairs(sections: list[ConfigSection], sources) -> list[Publis
         if accelerator_family(gaudi) != GAUDI_FAMILY:
             continue
         for (other_source, gpu, gpu_batch), gpus in cells.items():
-            if other_source != source or accelerator_family(gpu) != GPU_FAMILY or gpu_batch == gaudi_batch:
+            if other_source != source or accelerator_family(gpu) != CUDA_FAMILY or gpu_batch == gaudi_batch:
                 continue
             comparable = [g for g in gpus if all(_same_but_batch_and_strategy(g, x) for x in gaudis)]
             if comparable:

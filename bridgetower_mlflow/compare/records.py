@@ -3,30 +3,44 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..contract import (
     ACCELERATOR_TAG,
+    BOTTLENECK_TAG,
     DATA_LOADER_TAG,
     DECODE_TAG,
     DEVICE_COUNT_TAG,
     DEVICE_NAME_TAG,
+    HOST_CPU_COUNT_TAG,
     INPUT_BOUND_TAG,
     JOULES_PER_SAMPLE_METRIC,
     MFU_METRIC,
     PARENT_RUN_TAG,
     PEAK_MEMORY_METRIC,
+    PHASES_MERGED_TAG,
     PRECISION_TAG,
     RUN_KIND_TAG,
     RUN_KIND_TRAIN,
     RUN_NAME_TAG,
     RUNTIME_METRIC,
+    SWEEP_CELL_TAG,
     TFLOPS_METRIC,
     THROUGHPUT_METRIC,
     THROUGHPUT_PER_DEVICE_METRIC,
     WAIT_METRIC,
     WARMUP_TAG,
 )
+from .phases import Phases, read_phases
+from .repeats import FailedRepeat, failed_repeat
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
+    from mlflow.tracking import MlflowClient
+
+    from .progress import ReadProgress
 
 TRAIN_FILTER = f"tags.`{RUN_KIND_TAG}` = '{RUN_KIND_TRAIN}'"
 PAGE_SIZE = 5000
@@ -67,17 +81,24 @@ class RunRecord:
     joules_per_sample: float | None = None
     device_peak_memory_gb: float | None = None  # the main device's peak, where the device reports one
     image_backend: str = "fast"  # the CPU image transform (runs from before the option ran the fast one)
+    phase_fractions: Phases = ()  # ((phase, share of the step), ...): only where train measured phases
+    phase_seconds: Phases = ()  # ((phase, seconds per step), ...)
+    phases_merged: str = ""  # what the run merged (Gaudi lazy mode: forward+backward)
+    bottleneck: str = ""
+    host_cpu_count: str = ""  # the host's cores (what CPU devices share)
+    sweep_cell: str = ""  # the sweep grid cell this run repeats, where a sweep ran it
 
 
-@dataclass
+@dataclass(frozen=True)
 class FetchedRuns:
     """Records plus what was left out, so reports can say what they did not use."""
 
     records: list[RunRecord] = field(default_factory=list)
-    left_out: Counter = field(default_factory=Counter)  # status or reason -> count
+    left_out: Counter[str] = field(default_factory=Counter)  # status or reason -> count
+    failed_repeats: list[FailedRepeat] = field(default_factory=list)  # failed sweep children, kept for their cells
 
 
-def normalize_int(value, default: str = "") -> str:
+def normalize_int(value: object, default: str = "") -> str:
     """'2', '2.0' -> '2'; anything else as given (trimmed), so odd values stay visible."""
     if value is None:
         return default
@@ -89,7 +110,7 @@ def normalize_int(value, default: str = "") -> str:
     return str(int(number)) if number.is_integer() else text
 
 
-def record_from_run(run) -> RunRecord | None:
+def record_from_run(run: Run) -> RunRecord | None:
     """A RunRecord from an mlflow Run that followed train's contract; None without throughput."""
     params, tags, metrics = run.data.params, run.data.tags, run.data.metrics
     throughput = metrics.get(THROUGHPUT_METRIC)
@@ -97,6 +118,7 @@ def record_from_run(run) -> RunRecord | None:
         return None
     data_loader = tags.get(DATA_LOADER_TAG, "")
     dataset_config = params.get("dataset_config", "")
+    fractions, seconds = read_phases(metrics)
     return RunRecord(
         run_id=run.info.run_id,
         run_name=run.info.run_name or tags.get(RUN_NAME_TAG, ""),
@@ -128,6 +150,9 @@ def record_from_run(run) -> RunRecord | None:
         joules_per_sample=metrics.get(JOULES_PER_SAMPLE_METRIC),
         device_peak_memory_gb=metrics.get(PEAK_MEMORY_METRIC),
         image_backend=params.get("image_backend") or "fast",
+        phase_fractions=fractions, phase_seconds=seconds, phases_merged=tags.get(PHASES_MERGED_TAG, ""),
+        bottleneck=tags.get(BOTTLENECK_TAG, ""), host_cpu_count=tags.get(HOST_CPU_COUNT_TAG, ""),
+        sweep_cell=tags.get(SWEEP_CELL_TAG, ""),
     )
 
 
@@ -136,7 +161,8 @@ def combine_filters(*filters: str | None) -> str:
     return " AND ".join(part.strip() for part in filters if part and part.strip())
 
 
-def iterate_runs(client, experiment_ids, filter_string: str, page_size: int | None = None, progress=None):
+def iterate_runs(client: MlflowClient, experiment_ids: list[str], filter_string: str, page_size: int | None = None,
+                 progress: ReadProgress | None = None) -> Iterator[Run]:
     """Every run matching the filter, page by page, without building a DataFrame.
 
     `progress` (a progress.ReadProgress) hears of each page as it arrives.
@@ -154,32 +180,34 @@ def iterate_runs(client, experiment_ids, filter_string: str, page_size: int | No
             return
 
 
-def fetch_run_records(client, experiment_ids, extra_filter: str = "", progress=None) -> FetchedRuns:
-    """Finished train runs as RunRecords; unfinished/failed ones counted by status."""
-    fetched = FetchedRuns()
+def fetch_run_records(client: MlflowClient, experiment_ids: list[str], extra_filter: str = "",
+                      progress: ReadProgress | None = None) -> FetchedRuns:
+    """Finished train runs as RunRecords; unfinished/failed ones counted by status, failed sweep repeats kept."""
+    records, left_out, failures = [], Counter[str](), []
     finished = combine_filters(TRAIN_FILTER, "attributes.status = 'FINISHED'", extra_filter)
     for run in iterate_runs(client, experiment_ids, finished, progress=progress):
         try:
             record = record_from_run(run)
         except (TypeError, ValueError):
             # a hand-edited or foreign run with unparsable numbers is left out, not fatal
-            fetched.left_out["FINISHED with unreadable params"] += 1
+            left_out["FINISHED with unreadable params"] += 1
             continue
         if record is None:
-            fetched.left_out["FINISHED without train_samples_per_second"] += 1
+            left_out["FINISHED without train_samples_per_second"] += 1
         else:
-            fetched.records.append(record)
+            records.append(record)
     others = combine_filters(TRAIN_FILTER, "attributes.status != 'FINISHED'", extra_filter)
     for run in iterate_runs(client, experiment_ids, others, progress=progress):
-        fetched.left_out[run.info.status] += 1
+        left_out[run.info.status] += 1
+        failures += [failure] if (failure := failed_repeat(run)) is not None else []
     if progress is not None:
         progress.done()
-    return fetched
+    return FetchedRuns(records, left_out, failures)
 
 
-def accelerators_found(client, experiment_ids) -> list[str]:
+def accelerators_found(client: MlflowClient, experiment_ids: list[str]) -> list[str]:
     """Accelerator tags of any train runs in these experiments (for the nothing-matched error)."""
-    seen = set()
+    seen: set[str] = set()
     for run in iterate_runs(client, experiment_ids, TRAIN_FILTER):
         seen.add(run.data.tags.get(ACCELERATOR_TAG) or run.data.params.get("accel") or "unknown")
     return sorted(seen)

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..contract import PARENT_RUN_TAG
 from ..errors import ConfigError, NoMatchingRuns
 from .records import FetchedRuns, accelerators_found, combine_filters
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
 
 
 @dataclass(frozen=True)
 class CompareScope:
     """Resolved experiments (id -> name) and the extra filter string."""
 
-    experiments: dict
+    experiments: dict[str, str]  # id -> name
     filter_string: str
 
     @property
@@ -29,17 +34,17 @@ def parent_filter(parent_run_id: str) -> str:
     return f"tags.`{PARENT_RUN_TAG}` = '{parent_run_id}'" if parent_run_id else ""
 
 
-def _split(values) -> list[str]:
-    items = []
+def _split(values: Iterable[str] | None) -> list[str]:
+    items: list[str] = []
     for value in values or ():
         items += [part.strip() for part in str(value).split(",") if part.strip()]
     return items
 
 
-def resolve_scope(client, experiment_names=(), experiment_ids=(), filter_string: str = "",
-                  parent_run_id: str = "") -> CompareScope:
+def resolve_scope(client: MlflowClient, experiment_names: Iterable[str] = (), experiment_ids: Iterable[str] = (),
+                  filter_string: str = "", parent_run_id: str = "") -> CompareScope:
     """Experiments by name/id, else the parent's, else `mlflow run`'s, else every active one."""
-    experiments = {}
+    experiments: dict[str, str] = {}
     for name in experiment_names or ():
         experiment = client.get_experiment_by_name(name)
         if experiment is None:
@@ -53,16 +58,16 @@ def resolve_scope(client, experiment_names=(), experiment_ids=(), filter_string:
     return CompareScope(experiments, combine_filters(filter_string, parent_filter(parent_run_id)))
 
 
-def _experiment_name(client, exp_id: str) -> str:
+def _experiment_name(client: MlflowClient, exp_id: str) -> str:
     from mlflow.exceptions import MlflowException
 
     try:
-        return client.get_experiment(exp_id).name
+        return str(client.get_experiment(exp_id).name)
     except MlflowException:
         raise ConfigError("experiment_id", exp_id, "allowed: the id of an existing experiment") from None
 
 
-def _default_experiments(client, parent_run_id: str) -> dict:
+def _default_experiments(client: MlflowClient, parent_run_id: str) -> dict[str, str]:
     if parent_run_id:
         exp_id = client.get_run(parent_run_id).info.experiment_id
         return {exp_id: _experiment_name(client, exp_id)}
@@ -75,7 +80,7 @@ def _default_experiments(client, parent_run_id: str) -> dict:
     return {e.experiment_id: e.name for e in client.search_experiments()}
 
 
-def nothing_matched(client, scope: CompareScope, fetched: FetchedRuns) -> NoMatchingRuns:
+def nothing_matched(client: MlflowClient, scope: CompareScope, fetched: FetchedRuns) -> NoMatchingRuns:
     """The one-line error: where we looked, the filter, and which accelerators do have runs."""
     accelerators = accelerators_found(client, scope.experiment_ids) if scope.experiment_ids else []
     left = ", ".join(f"{n} {status}" for status, n in sorted(fetched.left_out.items()))

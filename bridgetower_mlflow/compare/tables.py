@@ -2,50 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from .breakdown import phase_table
 from .cost import PriceList, usd_per_million_samples
-from .grouping import GroupStats, Setting
-from .headline import MATCHED_RULE, HeadlinePair
+from .formatting import PUBLISHED_PREFIX, Table, format_cell, format_number, format_speedup, format_usd
+from .grouping import STUDY_BASELINE_SETTING, GroupStats
+from .headline import GAUDI_SIDE, GPU_SIDE, MATCHED_RULE, HeadlinePair
 from .published_pairs import PublishedPair, setting_text
-from .speedups import ConfigSection
+from .scaling import scaling_table
+from .speedups import ConfigSection, SpeedupRow
 from .stats import within_noise
 
-NOISE_MARK = " ~noise"
-SINGLE_RUN = "single run"
-PUBLISHED_PREFIX = "published: "
-
-
-def format_number(value: float) -> str:
-    """One decimal for big numbers, three significant digits for small ones (tiny CPU runs)."""
-    return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3g}"
-
-
-def format_speedup(value: float | None, noisy: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.2f}x" + (NOISE_MARK if noisy else "")
-
-
-def format_memory(value: float | None) -> str:
-    return "" if value is None else f"{value:.1f} GB"
-
-
-def format_cell(group: GroupStats, loaders: bool = True, memory: bool = True) -> str:
-    """`median (n, min-max[, olympic])[ loader][ peak GB]`; a single run says so."""
-    if group.n == 1:
-        text = f"{format_number(group.median)} (n=1, {SINGLE_RUN})"
-    else:
-        text = f"{format_number(group.median)} (n={group.n}, "
-        text += f"{format_number(group.minimum)}-{format_number(group.maximum)}"
-        text += f", olympic {format_number(group.olympic)})" if group.olympic is not None else ")"
-    if loaders and group.setting.decode == "device":
-        text += " " + "/".join(sorted(group.data_loaders))
-    if memory and group.peak_memory_gb is not None:
-        text += " " + format_memory(group.peak_memory_gb)
-    return text
-
-
-def format_usd(value: float | None) -> str:
-    return "-" if value is None else f"${value:,.2f}"
+WHY_HEADER = "why: the phase behind most of the gap"
 
 
 def short_source(source: str) -> str:
@@ -58,28 +27,39 @@ def section_heading(section: ConfigSection, index: int | None = None) -> str:
     return number + prefix + section.title()
 
 
-def headline_table(pairs: list[HeadlinePair], prices: PriceList) -> tuple[str, list[str], list[list[str]]]:
-    """Gaudi vs GPU per section: matched setting and best vs best (and cost, with prices)."""
-    headers = ["section", "pair", "matched setting", "gaudi", "gpu", "matched", "gaudi best", "gpu best",
-               "best vs best"]
+def pair_place(pair: HeadlinePair) -> str:
+    """`[1] measured`, `[1] measured d2 b8` where the section sweeps axes."""
+    kind = "PUBLISHED" if pair.section.published else "measured"
+    return " ".join(part for part in (f"[{pair.section_index}] {kind}", pair.point.label) if part)
+
+
+def headline_table(pairs: Sequence[HeadlinePair], prices: PriceList) -> Table:
+    """Gaudi vs GPU per section and axis point: matched setting and best vs best (cost with prices; why with phases)."""
+    headers = ["section", "pair", "matched setting", GAUDI_SIDE, GPU_SIDE, "matched", f"{GAUDI_SIDE} best",
+               f"{GPU_SIDE} best", "best vs best"]
     if prices:
-        headers += ["gaudi best USD/M samples", "gpu best USD/M samples", "gpu/gaudi cost"]
+        headers += [f"{GAUDI_SIDE} best USD/M samples", f"{GPU_SIDE} best USD/M samples",
+                    f"{GPU_SIDE}/{GAUDI_SIDE} cost"]
+    reasons = [pair.why for pair in pairs]
+    if any(reasons):
+        headers.append(WHY_HEADER)  # runs without a phase breakdown get no column, never an empty one
     rows = []
-    for pair in pairs:
-        row = [f"[{pair.section_index}] " + ("PUBLISHED" if pair.section.published else "measured"),
-               f"{pair.gaudi} vs {pair.gpu}", pair.matched_setting.label if pair.matched_setting else "none shared",
-               format_cell(pair.matched_gaudi, loaders=False, memory=False) if pair.matched_gaudi else "-",
-               format_cell(pair.matched_gpu, loaders=False, memory=False) if pair.matched_gpu else "-",
-               format_speedup(pair.matched_speedup, pair.matched_within_noise),
-               f"{pair.best_gaudi.setting.label}: {format_cell(pair.best_gaudi, loaders=False, memory=False)}",
-               f"{pair.best_gpu.setting.label}: {format_cell(pair.best_gpu, loaders=False, memory=False)}",
-               format_speedup(pair.best_speedup, pair.best_within_noise)]
+    for pair, why in zip(pairs, reasons):
+        matched, best = pair.matched, pair.best
+        row = [pair_place(pair),
+               f"{pair.gaudi} vs {pair.gpu}", matched.setting.label if matched else "none shared",
+               format_cell(matched.gaudi, loaders=False, memory=False) if matched else "-",
+               format_cell(matched.gpu, loaders=False, memory=False) if matched else "-",
+               format_speedup(matched.speedup, matched.within_noise) if matched else format_speedup(None),
+               f"{best.gaudi.setting.label}: {format_cell(best.gaudi, loaders=False, memory=False)}",
+               f"{best.gpu.setting.label}: {format_cell(best.gpu, loaders=False, memory=False)}",
+               format_speedup(best.speedup, best.within_noise)]
         if prices:
-            gaudi_cost = usd_per_million_samples(pair.best_gaudi, prices)
-            gpu_cost = usd_per_million_samples(pair.best_gpu, prices)
+            gaudi_cost = usd_per_million_samples(best.gaudi, prices)
+            gpu_cost = usd_per_million_samples(best.gpu, prices)
             cheaper = gpu_cost / gaudi_cost if gaudi_cost and gpu_cost else None
             row += [format_usd(gaudi_cost), format_usd(gpu_cost), format_speedup(cheaper)]
-        rows.append(row)
+        rows.append(row + ([why or "-"] if any(reasons) else []))
     caption = f"Each Gaudi against each GPU in one configuration, samples/s ({MATCHED_RULE})"
     return caption, headers, rows
 
@@ -89,22 +69,21 @@ def _strategies(first: GroupStats, second: GroupStats) -> str:
     return names[0] if names[0] == names[1] else " / ".join(names)
 
 
-def every_setting_table(pairs: list[HeadlinePair]) -> tuple[str, list[str], list[list[str]]]:
+def every_setting_table(pairs: Sequence[HeadlinePair]) -> Table:
     """Each Gaudi column against each GPU column at every setting both ran, whatever the baseline."""
-    rows = [[f"{pair.gaudi} vs {pair.gpu}",
-             f"[{pair.section_index}] " + ("PUBLISHED" if pair.section.published else "measured"),
-             shared.setting.label, _strategies(shared.gaudi, shared.gpu),
+    rows = [[f"{pair.gaudi} vs {pair.gpu}", pair_place(pair), shared.setting.label,
+             _strategies(shared.gaudi, shared.gpu),
              format_cell(shared.gaudi, loaders=False), format_cell(shared.gpu, loaders=False),
              format_speedup(shared.speedup, shared.within_noise)]
             for pair in pairs for shared in pair.every_setting]
     return ("Each Gaudi against each GPU at every setting both ran, samples/s (median, n repeats, min-max)",
-            ["pair", "section", "setting", "strategy", "gaudi", "gpu", "gaudi/gpu"], rows)
+            ["pair", "section", "setting", "strategy", GAUDI_SIDE, GPU_SIDE, f"{GAUDI_SIDE}/{GPU_SIDE}"], rows)
 
 
-def published_pair_table(pair: PublishedPair) -> tuple[str, list[str], list[list[str]]]:
+def published_pair_table(pair: PublishedPair) -> Table:
     """A published Gaudi-vs-GPU pair across batch sizes, one row per Gaudi setting."""
-    rows = [[setting_text(row.gaudi), format_cell(row.gaudi, loaders=False), setting_text(row.gpu),
-             format_cell(row.gpu, loaders=False), format_speedup(row.speedup, row.within_noise),
+    rows = [[setting_text(row.cells.gaudi), format_cell(row.cells.gaudi, loaders=False), setting_text(row.cells.gpu),
+             format_cell(row.cells.gpu, loaders=False), format_speedup(row.cells.speedup, row.cells.within_noise),
              "matched" if row.matched else f"{pair.gpu}'s fastest ({pair.gpu} did not run this setting)"]
             for row in pair.rows]
     caption = f"{pair.caption} ({short_source(pair.source)}), samples/s"
@@ -112,42 +91,44 @@ def published_pair_table(pair: PublishedPair) -> tuple[str, list[str], list[list
                      f"{pair.gaudi}/{pair.gpu}", "compared with"], rows
 
 
-def _base_cell(section: ConfigSection, column: str) -> GroupStats | None:
-    row = next((r for r in section.rows if r.setting == Setting(0, "cpu")), None)
-    return row.cells.get(column) if row else None
+def _base_cell(section: ConfigSection, row: SpeedupRow, column: str) -> GroupStats | None:
+    base = next((r for r in section.rows if r.setting == STUDY_BASELINE_SETTING and r.point == row.point), None)
+    return base.cells.get(column) if base else None
 
 
-def _throughput_table(section: ConfigSection):
+def _throughput_table(section: ConfigSection) -> Table:
     base = section.baseline_column
     others = [c for c in section.columns if c != base]
     base_label = base or "baseline (absent here)"
     rows = []
     for row in section.rows:
         cells = [format_cell(row.cells[c]) if c in row.cells else "-" for c in section.columns]
-        speedups = [format_speedup(row.vs_baseline.get(c), within_noise(row.cells.get(c), row.cells.get(base)))
-                    for c in others]
-        rows.append([row.setting.label, *cells, *speedups])
+        base_cell = row.cells.get(base) if base else None
+        speedups = [format_speedup(row.vs_baseline.get(c), within_noise(row.cells.get(c), base_cell)) for c in others]
+        rows.append([row.label, *cells, *speedups])
     headers = ["setting", *section.columns, *(f"{c} vs {base_label}" for c in others)]
     return f"Throughput (samples/s) and speedup over {base_label}", headers, rows
 
 
-def _setting_table(section: ConfigSection):
+def _setting_table(section: ConfigSection) -> Table:
     rows = []
     for row, setting_row in zip(section.rows, section.setting_rows):
-        rows.append([row.setting.label, *(
+        rows.append([row.label, *(
             format_speedup(setting_row.vs_baseline_setting.get(c),
-                           within_noise(row.cells.get(c), _base_cell(section, c)))
+                           within_noise(row.cells.get(c), _base_cell(section, row, c)))
             for c in section.columns)])
     return ("Data-loading speedup over w0 decode=cpu, within each accelerator",
             ["setting", *section.columns], rows)
 
 
-def _best_table(section: ConfigSection):
+def _best_table(section: ConfigSection) -> Table:
     base_label = section.baseline_column or "baseline (absent here)"
-    best = {r.column: r.best for r in section.best_rows}
-    rows = [[r.column, r.best.setting.label, format_cell(r.best),
-             format_speedup(r.vs_baseline, within_noise(r.best, best.get(section.baseline_column)))]
-            for r in section.best_rows]
+    rows = []
+    for r in section.best_rows:
+        base = section.best_at(r.point).get(section.baseline_column or "")
+        noisy = within_noise(r.best, base.best if base else None)
+        rows.append([" ".join(part for part in (r.column, r.point.label) if part), r.best.setting.label,
+                     format_cell(r.best), format_speedup(r.vs_baseline, noisy)])
     return (f"Best setting per accelerator, head to head with {base_label}'s best",
             ["accelerator", "best setting", "samples/s", f"vs {base_label} best"], rows)
 
@@ -162,27 +143,27 @@ def efficiency_text(group: GroupStats) -> str:
     return ", ".join(p for p in parts if p) or "-"
 
 
-def _efficiency_table(section: ConfigSection):
+def _efficiency_table(section: ConfigSection) -> Table | None:
     if not any(g.efficiency for row in section.rows for g in row.cells.values()):
         return None  # nothing measured: no table rather than a table of dashes
-    rows = [[row.setting.label, *(efficiency_text(row.cells[c]) if c in row.cells else "-" for c in section.columns)]
+    rows = [[row.label, *(efficiency_text(row.cells[c]) if c in row.cells else "-" for c in section.columns)]
             for row in section.rows]
     return ("Efficiency (medians of what train measured: model TFLOP/s, MFU, energy per sample)",
             ["setting", *section.columns], rows)
 
 
-def _cost_table(section: ConfigSection, prices: PriceList):
-    costs = {(row.setting, c): usd_per_million_samples(g, prices) for row in section.rows for c, g in row.cells.items()}
+def _cost_table(section: ConfigSection, prices: PriceList) -> Table | None:
+    costs = {(row.label, c): usd_per_million_samples(g, prices) for row in section.rows for c, g in row.cells.items()}
     if not prices or all(v is None for v in costs.values()):
         return None
-    rows = [[row.setting.label, *(format_usd(costs.get((row.setting, c))) for c in section.columns)]
+    rows = [[row.label, *(format_usd(costs.get((row.label, c))) for c in section.columns)]
             for row in section.rows]
     return ("Cost: USD per million samples, derived from the given prices at the median throughput",
             ["setting", *section.columns], rows)
 
 
-def section_tables(section: ConfigSection, prices: PriceList | None = None) -> list[tuple]:
-    """(caption, headers, rows) for each table of one section; efficiency and cost only where known."""
-    tables = [_throughput_table(section), _setting_table(section), _best_table(section),
-              _efficiency_table(section), _cost_table(section, prices or PriceList())]
+def section_tables(section: ConfigSection, prices: PriceList | None = None) -> list[Table]:
+    """(caption, headers, rows) for each table of one section; scaling, phases, efficiency and cost where known."""
+    tables = [_throughput_table(section), scaling_table(section), phase_table(section), _setting_table(section),
+              _best_table(section), _efficiency_table(section), _cost_table(section, prices or PriceList())]
     return [table for table in tables if table is not None]

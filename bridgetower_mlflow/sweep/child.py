@@ -20,6 +20,8 @@ from ..contract import (
     RUN_KIND_TRAIN,
     RUN_NAME_TAG,
     SWEEP_CELL_ENV,
+    SWEEP_CELL_TAG,
+    SWEEP_REPEAT_TAG,
     THROUGHPUT_METRIC,
 )
 from ..tracking.runs import create_run, settle_run
@@ -27,7 +29,6 @@ from .grid import SweepCell
 from .process import exit_reason, run_train_process
 
 TRAIN_CMD_ENV = "BRIDGETOWER_TRAIN_CMD"  # replaces `python -m bridgetower_mlflow train` (tests)
-CELL_TAG, REPEAT_TAG = "sweep.cell", "sweep.repeat"
 LOG_TAIL_LINES = 15
 
 
@@ -76,7 +77,7 @@ def _child_env(context: SweepContext, run_id: str) -> dict:
 def create_child(context: SweepContext, cell: SweepCell) -> str:
     tags = {
         PARENT_RUN_TAG: context.parent_run_id, RUN_NAME_TAG: cell.run_name, RUN_KIND_TAG: RUN_KIND_TRAIN,
-        CELL_TAG: cell.setting, REPEAT_TAG: str(cell.repeat), **context.child_tags,
+        SWEEP_CELL_TAG: cell.setting, SWEEP_REPEAT_TAG: str(cell.repeat), **context.child_tags,
     }
     return create_run(context.client, context.experiment_id, cell.run_name, tags)
 

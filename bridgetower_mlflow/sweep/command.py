@@ -9,7 +9,7 @@ import click
 from ..cli_support import CONTEXT, bool_option, dual_option, reports_errors
 
 # train options a sweep passes through unchanged when given
-PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "devices", "image_backend")
+PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "image_backend")
 
 
 @click.command("sweep", context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_extra_args": True})
@@ -29,7 +29,9 @@ PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "devices", "image_backen
 @click.option("--dataset", default=None, help="Passed to train.")
 @dual_option("max_steps", default=None, help="Passed to train.")
 @dual_option("image_backend", default="", help="Passed to train when given (fast or study); empty: train's default.")
-@click.option("--devices", default=None, help="Passed to train; with --backend ray, the accelerators each cell holds.")
+@click.option("--devices", default="", help="devices values (processes per cell), e.g. 1,2,4,8; empty: train's default "
+              "(one). Cells needing more devices than this host has are skipped with a note; on cpu a device is a "
+              "process over the host's cores. With --backend ray, each cell holds the largest count's devices.")
 @click.option("--backend", default="local", show_default=True,
               help="local: cells one after another here; ray: cells as Ray tasks, one node per cell.")
 @dual_option("ray_address", default="auto", show_default=True,
@@ -40,7 +42,7 @@ PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "devices", "image_backen
 @click.pass_context
 @reports_errors
 def sweep_command(ctx, **options):
-    """Run the workers x device-decode x strategy x batch x repeats grid as nested train runs, then compare them.
+    """Run the workers x device-decode x strategy x batch x devices x repeats grid as nested train runs, then compare.
 
     Any other `--key value` (or anything after `--`) is passed to every train run.
     """
@@ -53,6 +55,7 @@ def sweep_command(ctx, **options):
     sweep = SweepOptions(accel=options["accel"], workers=options["workers"], device_decode=options["device_decode"],
                          distribution_strategy=options["distribution_strategy"],
                          per_device_train_batch_size=options["per_device_train_batch_size"] or "",
+                         devices=options["devices"] or "",
                          repeats=options["repeats"], baseline=options["baseline"],
                          experiment_name=options["experiment_name"].strip(), passthrough=passthrough + list(ctx.args),
                          backend=options["backend"], ray_address=options["ray_address"],

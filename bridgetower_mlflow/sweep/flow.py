@@ -21,10 +21,12 @@ from .grid import (
     SweepPlan,
     parse_batches,
     parse_device_decode,
+    parse_devices,
     parse_strategies,
     parse_workers,
     plan_cells,
 )
+from .limits import check_cells_can_measure, cpu_devices_note, device_capacity
 from .process import sigterm_as_interrupt
 
 BACKENDS = ("local", "ray")
@@ -37,6 +39,7 @@ class SweepOptions:
     device_decode: str = "false,true"
     distribution_strategy: str = "ddp"
     per_device_train_batch_size: str = ""  # empty: train's default
+    devices: str = ""  # empty: train's default (one device)
     repeats: int = 3
     baseline: str = ""
     experiment_name: str = ""
@@ -64,19 +67,31 @@ def adapter_strategies(adapter) -> tuple[str, ...]:
 
 
 def plan_sweep(options: SweepOptions) -> SweepPlan:
-    """Validate the grid and ask the accelerator adapter what it can do."""
-    from ..accelerators.registry import get_accelerator
+    """Validate the grid and ask the accelerator adapter what it can do (this host's devices: local backend)."""
+    from ..accelerators.registry import family, get_accelerator
     from ..config import parse_int
+    from ..contract import CPU_FAMILY
 
     axes = SweepAxes(parse_workers(options.workers), parse_device_decode(options.device_decode),
                      parse_int("repeats", options.repeats, 1), parse_strategies(options.distribution_strategy),
-                     parse_batches(options.per_device_train_batch_size))
-    adapter = get_accelerator(options.accel)
-    return plan_cells(options.accel.strip().lower(), axes,
-                      Capabilities(adapter.device_loader is not None, adapter_strategies(adapter)))
+                     parse_batches(options.per_device_train_batch_size), parse_devices(options.devices))
+    check_cells_can_measure(list(options.passthrough))
+    accel, adapter = options.accel.strip().lower(), get_accelerator(options.accel)
+    on_cpu = family(accel) == CPU_FAMILY
+    local = str(options.backend).strip().lower() == "local"  # Ray's nodes, not this host, hold the devices
+    limit, why = device_capacity(adapter, on_cpu, axes.devices) if local else (None, "")
+    plan = plan_cells(accel, axes, Capabilities(adapter.device_loader is not None, adapter_strategies(adapter),
+                                                limit, why))
+    note = cpu_devices_note(accel, axes.devices) if on_cpu else ""
+    return SweepPlan(plan.cells, plan.notes + ([note] if note else []))
 
 
-def open_backend(options: SweepOptions, tracking_uri: str):
+def cell_devices(plan: SweepPlan) -> int:
+    """The devices a Ray cell holds: the largest cell's (with exclusive hosts each has its node alone anyway)."""
+    return max((cell.devices or 1) for cell in plan.cells)
+
+
+def open_backend(options: SweepOptions, tracking_uri: str, plan: SweepPlan):
     """The backend that runs the cells; Ray's checks its cluster and the tracking store now, before any run."""
     from ..config import parse_bool
 
@@ -88,10 +103,7 @@ def open_backend(options: SweepOptions, tracking_uri: str):
         return LocalBackend()
     from ..accelerators.registry import family
     from .backends.ray import RayBackend, RaySettings
-    from .backends.ray_checks import requested_devices
-
-    settings = RaySettings(options.ray_address, family(options.accel), requested_devices(options.passthrough),
-                           exclusive)
+    settings = RaySettings(options.ray_address, family(options.accel), cell_devices(plan), exclusive)
     return RayBackend(settings, tracking_uri)
 
 
@@ -111,6 +123,7 @@ def open_parent(client, options: SweepOptions, plan: SweepPlan, backend: str) ->
         "sweep.per_device_train_batch_size": ",".join(
             str(b) for b in parse_batches(options.per_device_train_batch_size) if b is not None) or "default",
         "sweep.cells": str(len(plan.cells)), "sweep.backend": backend,
+        "sweep.devices": ",".join(str(n) for n in parse_devices(options.devices) if n is not None) or "default",
     }
     ready_store()  # two sweeps (or a sweep and a train) starting on a fresh sqlite store
     run_id = os.environ.get("MLFLOW_RUN_ID")
@@ -192,7 +205,7 @@ def run_sweep(options: SweepOptions, client=None, echo=print) -> SweepOutcome:
 
     plan = plan_sweep(options)
     tracking_uri = getattr(client, "tracking_uri", "") or mlflow.get_tracking_uri()
-    backend = open_backend(options, tracking_uri)  # before the client: it may create a sqlite store
+    backend = open_backend(options, tracking_uri, plan)  # before the client: it may create a sqlite store
     client = client or MlflowClient(tracking_uri)
     try:
         parent_id, experiment_id, created = open_parent(client, options, plan, backend.name)

@@ -1,4 +1,4 @@
-"""The sweep grid: workers x device decode x strategy x batch x repeats, minus what the accelerator cannot do."""
+"""The sweep grid: workers x device decode x strategy x batch x devices x repeats, minus what cannot run."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ from dataclasses import dataclass
 
 from ..compare.grouping import Setting
 from ..config import DISTRIBUTION_STRATEGIES, parse_bool, parse_int
+from ..contract import DECODE_CPU, DECODE_DEVICE
 from ..errors import ConfigError
 
 DEFAULT_STRATEGY = DISTRIBUTION_STRATEGIES[0]
+FAST_DDP = DISTRIBUTION_STRATEGIES[1]
 
 
 @dataclass(frozen=True)
@@ -23,13 +25,17 @@ class SweepCell:
     batch: int | None = None  # None: train's default batch size
     named_strategy: bool = False  # the name shows the strategy (more than one was swept)
     named_batch: bool = False  # the name shows the batch size (more than one was swept)
+    devices: int | None = None  # None: train's default (one device)
+    named_devices: bool = False  # the name shows the device count (more than one was swept)
 
     @property
     def setting(self) -> str:
         """The cell's label without accelerator and repeat: compare's data-loading label plus the swept axes."""
-        parts = [Setting(self.workers, "device" if self.device_decode else "cpu").label]
+        parts = [Setting(self.workers, DECODE_DEVICE if self.device_decode else DECODE_CPU).label]
         if self.named_strategy:
             parts.append(self.strategy)
+        if self.named_devices and self.devices is not None:
+            parts.append(f"d{self.devices}")
         if self.named_batch and self.batch is not None:
             parts.append(f"b{self.batch}")
         return " ".join(parts)
@@ -46,6 +52,8 @@ class SweepCell:
         ]
         if self.batch is not None:
             args += ["--per-device-train-batch-size", str(self.batch)]
+        if self.devices is not None:
+            args += ["--devices", str(self.devices)]
         return args
 
 
@@ -58,6 +66,7 @@ class SweepAxes:
     repeats: int
     strategies: tuple[str, ...] = (DEFAULT_STRATEGY,)
     batches: tuple[int | None, ...] = (None,)
+    devices: tuple[int | None, ...] = (None,)  # (None,): train's default, one device
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,8 @@ class Capabilities:
 
     device_decode: bool
     strategies: tuple[str, ...] = (DEFAULT_STRATEGY,)
+    max_devices: int | None = None  # None: not limited here (or not known before a cell runs)
+    devices_limit: str = ""  # why max_devices is what it is, for the skip note
 
 
 @dataclass
@@ -112,10 +123,18 @@ def parse_batches(text) -> tuple[int | None, ...]:
     return tuple(dict.fromkeys(parse_int("per_device_train_batch_size", item, 1) for item in items))
 
 
+def parse_devices(text) -> tuple[int | None, ...]:
+    """'1,2,4,8' -> (1, 2, 4, 8); empty or None -> (None,): every cell gets train's default (one device)."""
+    if text is None or not str(text).strip():
+        return (None,)
+    items = _items("devices", text, "1,2,4,8")
+    return tuple(dict.fromkeys(parse_int("devices", item, 1) for item in items))
+
+
 def _skips(accel: str, axes: SweepAxes, can: Capabilities) -> tuple[list[bool], tuple[str, ...], list[str]]:
     """The decodes and strategies the accelerator can run, and a note for each value it cannot."""
     decodes, strategies, notes = list(axes.decodes), axes.strategies, []
-    per_value = len(axes.workers) * len(axes.batches) * axes.repeats
+    per_value = len(axes.workers) * len(axes.batches) * len(axes.devices) * axes.repeats
     if True in decodes and not can.device_decode:
         notes.append(f"skipped device_decode=true on {accel}: the {accel} adapter has no on-device JPEG decode "
                      f"({per_value * len(strategies)} cells not run, not faked)")
@@ -126,10 +145,34 @@ def _skips(accel: str, axes: SweepAxes, can: Capabilities) -> tuple[list[bool], 
     return decodes, tuple(s for s in strategies if s in can.strategies), notes
 
 
+def _device_skips(accel: str, axes: SweepAxes, can: Capabilities) -> tuple[tuple[int | None, ...], list[str]]:
+    """The device counts the accelerator has, and a note for those it has not."""
+    too_many = [n for n in axes.devices if n is not None and can.max_devices is not None and n > can.max_devices]
+    if not too_many:
+        return axes.devices, []
+    cells = len(axes.workers) * len(axes.batches) * len(axes.strategies) * len(axes.decodes) * axes.repeats
+    listed = ",".join(str(n) for n in too_many)
+    note = (f"skipped devices={listed} on {accel}: {can.devices_limit or f'at most {can.max_devices} here'} "
+            f"({cells * len(too_many)} cells not run, not faked)")
+    return tuple(n for n in axes.devices if n not in too_many), [note]
+
+
+def _is_duplicate(cell: SweepCell, strategies: tuple[str, ...]) -> bool:
+    """fast_ddp on one device: no gradient all-reduce to replace, so GaudiTrainer runs it as plain ddp."""
+    return cell.strategy == FAST_DDP and DEFAULT_STRATEGY in strategies and (cell.devices or 1) == 1
+
+
+def _duplicate_note(accel: str, skipped: int) -> str:
+    return (f"skipped distribution_strategy={FAST_DDP} at devices=1 on {accel}: one device has no gradient "
+            f"all-reduce, so {FAST_DDP} runs as plain {DEFAULT_STRATEGY} there and the {DEFAULT_STRATEGY} cell "
+            f"already measures it ({skipped} cells not run, not faked)")
+
+
 def plan_cells(accel: str, axes: SweepAxes, can: Capabilities) -> SweepPlan:
     """Repeat-major order, so slow drift spreads over all settings instead of one.
 
-    Names show strategy and batch only when more than one was asked for, so one-value sweeps keep short names.
+    Names show strategy, devices and batch only when more than one was asked for, so one-value sweeps keep
+    short names.
     """
     decodes, strategies, notes = _skips(accel, axes, can)
     if not strategies:
@@ -137,10 +180,17 @@ def plan_cells(accel: str, axes: SweepAxes, can: Capabilities) -> SweepPlan:
                           f"allowed on {accel}: " + ", ".join(can.strategies) + " (no cell would be left to run)")
     if not decodes:
         raise ConfigError("device_decode", "true", f"allowed on {accel}: false (no cell would be left to run)")
-    named_strategy, named_batch = len(axes.strategies) > 1, len(axes.batches) > 1
+    devices, device_notes = _device_skips(accel, axes, can)
+    if not devices:
+        raise ConfigError("devices", ",".join(str(n) for n in axes.devices),
+                          f"allowed on {accel}: 1..{can.max_devices} (no cell would be left to run)")
+    named = (len(axes.strategies) > 1, len(axes.batches) > 1, len(axes.devices) > 1)
     cells = [
-        SweepCell(accel, w, d, r, s, b, named_strategy, named_batch)
-        for r in range(1, axes.repeats + 1) for s in strategies for b in axes.batches for d in decodes
-        for w in axes.workers
+        SweepCell(accel, w, d, r, s, b, named[0], named[1], n, named[2])
+        for r in range(1, axes.repeats + 1) for s in strategies for n in devices for b in axes.batches
+        for d in decodes for w in axes.workers
     ]
-    return SweepPlan(cells, notes)
+    kept = [cell for cell in cells if not _is_duplicate(cell, strategies)]
+    if len(kept) < len(cells):
+        notes.append(_duplicate_note(accel, len(cells) - len(kept)))
+    return SweepPlan(kept, notes + device_notes)

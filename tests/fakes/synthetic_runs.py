@@ -4,20 +4,31 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from bridgetower_mlflow.compare.references.study import BLOG_NUMBERS
 from bridgetower_mlflow.contract import (
+    BOTTLENECK_TAG,
     CPU_LOADER,
     DECODE_TAG,
     ENERGY_METRIC,
+    ERROR_TAG,
+    HOST_CPU_COUNT_TAG,
     JOULES_PER_SAMPLE_METRIC,
     MFU_METRIC,
+    PEAK_MEMORY_METRIC,
+    PHASE_FORWARD_BACKWARD,
+    PHASES_MERGED_TAG,
     RUN_KIND_TAG,
+    SWEEP_CELL_TAG,
+    SWEEP_REPEAT_TAG,
     TFLOPS_METRIC,
     TFLOPS_PER_DEVICE_METRIC,
     THROUGHPUT_METRIC,
     THROUGHPUT_PER_DEVICE_METRIC,
     decode_class,
+    phase_fraction_metric,
+    phase_seconds_metric,
 )
 
 FILLER_PARAM_COUNT = 110  # train also logs the full TrainingArguments and model config
@@ -46,6 +57,13 @@ class TrainRunSpec:
     tflops: float | None = None  # train_model_tflops_per_second, where train measured FLOPs
     mfu: float | None = None  # train_mfu (a fraction), where the device's peak is known
     joules_per_sample: float | None = None  # where the device has energy counters
+    strategy: str = "ddp"
+    phases: tuple[tuple[str, float], ...] = ()  # (phase, share of the step): a run with a phase breakdown
+    bottleneck: str = ""
+    peak_memory_gb: float | None = None
+    sweep_cell: str = ""  # the sweep grid cell it repeats (with parent_run_id)
+    error: str = ""  # a failed run's reason (the `error` tag train or the sweep writes)
+    host_cpu_count: int = 0
 
 
 def train_run_contents(spec: TrainRunSpec) -> tuple[dict, dict, dict]:
@@ -59,7 +77,7 @@ def train_run_contents(spec: TrainRunSpec) -> tuple[dict, dict, dict]:
         "per_device_eval_batch_size": "16", "dataloader_num_workers": str(spec.workers),
         "device_decode": spec.raw_bool or str(spec.device_decode).lower(), "devices": str(spec.devices),
         "max_seq_length": "128", "throughput_warmup_steps": str(spec.warmup_steps),
-        "distribution_strategy": "ddp", "learning_rate": "1e-05", "seed": "42", "max_steps": "-1",
+        "distribution_strategy": spec.strategy, "learning_rate": "1e-05", "seed": "42", "max_steps": "-1",
         "num_train_epochs": "5", "precision": "auto",
     })
     tags = {
@@ -72,6 +90,7 @@ def train_run_contents(spec: TrainRunSpec) -> tuple[dict, dict, dict]:
     }
     if spec.parent_run_id:
         tags["mlflow.parentRunId"] = spec.parent_run_id
+    tags.update(_optional_tags(spec))
     metrics = {
         "train_samples_per_second": spec.samples_per_second,
         "train_samples_per_second_per_device": spec.samples_per_second / spec.devices,
@@ -79,11 +98,43 @@ def train_run_contents(spec: TrainRunSpec) -> tuple[dict, dict, dict]:
         "eval_recall_at_5": 0.8, "eval_caption_match_accuracy": 0.7, "dataloader_wait_fraction": 0.02,
     }
     metrics.update(_efficiency_metrics(spec))
+    metrics.update(_phase_metrics(spec))
+    if spec.peak_memory_gb is not None:
+        metrics[PEAK_MEMORY_METRIC] = spec.peak_memory_gb
     if spec.mfu is None:
         tags["mfu.note"] = "no dense peak known for this device"
     if spec.joules_per_sample is None:
         tags["energy.note"] = "no energy counter on this device"
     return params, tags, metrics
+
+
+def _optional_tags(spec: TrainRunSpec) -> dict:
+    """What train (or the sweep) writes only sometimes: phase tags, the sweep cell, an error, host cores."""
+    tags = {}
+    if any(phase == PHASE_FORWARD_BACKWARD for phase, _ in spec.phases):
+        tags[PHASES_MERGED_TAG] = "forward+backward (lazy mode runs them together at mark_step)"
+    if spec.bottleneck:
+        tags[BOTTLENECK_TAG] = spec.bottleneck
+    if spec.sweep_cell:
+        tags.update({SWEEP_CELL_TAG: spec.sweep_cell, SWEEP_REPEAT_TAG: str(spec.repeat)})
+    if spec.error:
+        tags[ERROR_TAG] = spec.error
+    if spec.host_cpu_count:
+        tags[HOST_CPU_COUNT_TAG] = str(spec.host_cpu_count)
+    return tags
+
+
+def step_seconds(spec: TrainRunSpec) -> float:
+    """One optimizer step of the whole job: batch x devices samples at the run's samples/s."""
+    return spec.batch * spec.devices / spec.samples_per_second
+
+
+def _phase_metrics(spec: TrainRunSpec) -> dict:
+    metrics = {}
+    for phase, share in spec.phases:
+        metrics[phase_fraction_metric(phase)] = share
+        metrics[phase_seconds_metric(phase)] = share * step_seconds(spec)
+    return metrics
 
 
 def _efficiency_metrics(spec: TrainRunSpec) -> dict:
@@ -97,6 +148,13 @@ def _efficiency_metrics(spec: TrainRunSpec) -> dict:
         metrics[JOULES_PER_SAMPLE_METRIC] = spec.joules_per_sample
         metrics[ENERGY_METRIC] = spec.joules_per_sample * spec.samples_per_second * 300.0
     return metrics
+
+
+def fake_run(spec: TrainRunSpec, run_id: str) -> SimpleNamespace:
+    """A finished run object shaped like MLflow's (info + data), without a store."""
+    params, tags, metrics = train_run_contents(spec)
+    info = SimpleNamespace(run_id=run_id, run_name=tags["mlflow.runName"], experiment_id="1", status="FINISHED")
+    return SimpleNamespace(info=info, data=SimpleNamespace(params=params, tags=tags, metrics=metrics))
 
 
 def log_train_run(client, experiment_id: str, spec: TrainRunSpec) -> str:

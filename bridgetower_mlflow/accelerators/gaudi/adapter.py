@@ -66,7 +66,11 @@ def resolve_gaudi_config_name(name: str, output_dir: str) -> str:
 
 class GaudiAccelerator(Accelerator):
     device_loader = MEDIAPIPE_LOADER
-    distribution_strategies = ("ddp", "fast_ddp")  # fast_ddp is optimum-habana's
+
+    @property
+    def distribution_strategies(self) -> tuple[str, ...]:  # type: ignore[override]
+        """fast_ddp is optimum-habana's: the native HPU path (plain Trainer) refuses it."""
+        return ("ddp", "fast_ddp") if installed_gaudi_path() == OPTIMUM_PATH else ("ddp",)
 
     def stack_environment(self, hf_args: tuple = ()) -> dict[str, str]:
         optimum = installed_gaudi_path() == OPTIMUM_PATH

@@ -7,6 +7,7 @@ its Gaudi3 baseline, Intel's performance table, and the blog's first version.
 
 from __future__ import annotations
 
+from ...contract import DECODE_CPU, DECODE_DEVICE
 from ..records import RunRecord
 from .study import (
     H200_NOTE,
@@ -28,9 +29,9 @@ CI_GAUDI3_SOURCE = "published: optimum-habana CI baseline, Gaudi3"
 INTEL_SOURCE = "published: Intel Gaudi performance table (Optimum Habana 1.12.1)"
 BLOG_V1_SOURCE = "published: HF blog bridgetower, first version (Optimum Habana 1.6)"
 BLOG_V1 = (  # (accelerator, batch, workers, decode, strategy, samples/s), each device at its largest batch
-    ("gaudi2", "40", 0, "cpu", "ddp", 532.4), ("gaudi2", "40", 1, "cpu", "ddp", 639.7),
-    ("gaudi2", "40", 1, "cpu", "fast_ddp", 705.9), ("gaudi2", "40", 1, "device", "fast_ddp", 802.1),
-    ("a100", "32", 0, "cpu", "ddp", 210.5), ("a100", "32", 1, "cpu", "ddp", 296.6),
+    ("gaudi2", "40", 0, DECODE_CPU, "ddp", 532.4), ("gaudi2", "40", 1, DECODE_CPU, "ddp", 639.7),
+    ("gaudi2", "40", 1, DECODE_CPU, "fast_ddp", 705.9), ("gaudi2", "40", 1, DECODE_DEVICE, "fast_ddp", 802.1),
+    ("a100", "32", 0, DECODE_CPU, "ddp", 210.5), ("a100", "32", 1, DECODE_CPU, "ddp", 296.6),
 )
 # The Gaudi2 model card of those runs (regisss/bridgetower-newyorker-gaudi2-8x): max memory at batch 40.
 BLOG_V1_MEMORY_GB = {"gaudi2": 83.39}
@@ -57,10 +58,10 @@ ALL_CAVEATS = {
 
 def extra_numbers() -> list[PublishedNumber]:
     """What `all` adds to `study`."""
-    numbers = [PublishedNumber(f"published: optimum-habana CI baseline ({when})", "gaudi2", value, 2, "device",
+    numbers = [PublishedNumber(f"published: optimum-habana CI baseline ({when})", "gaudi2", value, 2, DECODE_DEVICE,
                                strategy=strategy, warmup="3")
                for when, strategy, value in CI_HISTORY]
-    numbers.append(PublishedNumber(CI_GAUDI3_SOURCE, "gaudi3", 783.481, 2, "device", strategy="ddp", warmup="3"))
+    numbers.append(PublishedNumber(CI_GAUDI3_SOURCE, "gaudi3", 783.481, 2, DECODE_DEVICE, strategy="ddp", warmup="3"))
     numbers.append(PublishedNumber(INTEL_SOURCE, "gaudi2", 1031.0, -1, UNREPORTED, batch="40", warmup=UNREPORTED))
     numbers += [PublishedNumber(BLOG_V1_SOURCE, accel, value, workers, decode, batch=batch, strategy=strategy,
                                 memory_gb=BLOG_V1_MEMORY_GB.get(accel))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...contract import CPU_STUDY_LOADER, MEDIAPIPE_LOADER
+from ...contract import CPU_STUDY_LOADER, DECODE_CPU, DECODE_DEVICE, MEDIAPIPE_LOADER
 from ..records import RunRecord
 
 BLOG_SOURCE = "published: HF blog bridgetower (2023-08-29)"
@@ -20,16 +20,16 @@ MIXED_WARMUP = "3 on Gaudi, none on GPU"  # the blog mixed warmup rules across v
 DEVICE_NAMES = {"a100": "A100 80GB", "h100": "H100", "gaudi2": "Gaudi2", "gaudi3": "Gaudi3"}
 # the study's CPU images went through run_bridgetower.py's own transform (this project's image_backend=study);
 # the records keep image_backend's default so that the study's best-vs-best pairs device and CPU decode
-LOADERS = {"cpu": CPU_STUDY_LOADER, "device": MEDIAPIPE_LOADER}  # published device decode is Gaudi's only
+LOADERS = {DECODE_CPU: CPU_STUDY_LOADER, DECODE_DEVICE: MEDIAPIPE_LOADER}  # published device decode is Gaudi's only
 
 # accelerator -> ((workers, decode, data_loader, samples/s), ...)
 BLOG_NUMBERS = {
-    "gaudi2": ((0, "cpu", CPU_STUDY_LOADER, 601.5), (1, "cpu", CPU_STUDY_LOADER, 747.4),
-               (2, "cpu", CPU_STUDY_LOADER, 768.7), (2, "device", MEDIAPIPE_LOADER, 847.7)),
-    "h100": ((0, "cpu", CPU_STUDY_LOADER, 336.5), (1, "cpu", CPU_STUDY_LOADER, 580.1),
-             (2, "cpu", CPU_STUDY_LOADER, 602.1)),
-    "a100": ((0, "cpu", CPU_STUDY_LOADER, 227.5), (1, "cpu", CPU_STUDY_LOADER, 339.7),
-             (2, "cpu", CPU_STUDY_LOADER, 345.4)),
+    "gaudi2": ((0, DECODE_CPU, CPU_STUDY_LOADER, 601.5), (1, DECODE_CPU, CPU_STUDY_LOADER, 747.4),
+               (2, DECODE_CPU, CPU_STUDY_LOADER, 768.7), (2, DECODE_DEVICE, MEDIAPIPE_LOADER, 847.7)),
+    "h100": ((0, DECODE_CPU, CPU_STUDY_LOADER, 336.5), (1, DECODE_CPU, CPU_STUDY_LOADER, 580.1),
+             (2, DECODE_CPU, CPU_STUDY_LOADER, 602.1)),
+    "a100": ((0, DECODE_CPU, CPU_STUDY_LOADER, 227.5), (1, DECODE_CPU, CPU_STUDY_LOADER, 339.7),
+             (2, DECODE_CPU, CPU_STUDY_LOADER, 345.4)),
 }
 CI_GAUDI2_SAMPLES_PER_SECOND = 904.93
 
@@ -60,7 +60,7 @@ class PublishedNumber:
     accelerator: str
     value: float
     workers: int = 0
-    decode: str = "cpu"
+    decode: str = DECODE_CPU
     batch: str = "48"
     strategy: str = UNREPORTED
     warmup: str = MIXED_WARMUP
@@ -100,7 +100,7 @@ def study_numbers() -> list[PublishedNumber]:
     """The blog's 10 numbers and optimum-habana's current CI baseline."""
     numbers = [PublishedNumber(BLOG_SOURCE, accelerator, value, workers, decode)
                for accelerator, rows in BLOG_NUMBERS.items() for workers, decode, _, value in rows]
-    numbers.append(PublishedNumber(CI_SOURCE, "gaudi2", CI_GAUDI2_SAMPLES_PER_SECOND, 2, "device",
+    numbers.append(PublishedNumber(CI_SOURCE, "gaudi2", CI_GAUDI2_SAMPLES_PER_SECOND, 2, DECODE_DEVICE,
                                    strategy="ddp", warmup="3"))
     return numbers
 

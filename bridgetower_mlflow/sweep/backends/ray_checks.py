@@ -6,6 +6,7 @@ import os
 import socket
 from urllib.parse import urlparse
 
+from ...contract import CPU_FAMILY, CUDA_FAMILY, GAUDI_FAMILY
 from ...errors import ConfigError
 
 HOST_RESOURCE = "bridgetower_host"  # optional, one per node (`ray start --resources`): a cell holds its node alone
@@ -14,7 +15,7 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 PROBE_SECONDS = 5.0
 ADDRESS_FORMS = "allowed: auto, host:port of a Ray head (its GCS port, 6379 by default), or ray://host:port"
 # Ray's names for what a cell trains on, per accelerator family (accelerators.registry.family)
-FAMILY_RESOURCE = {"cpu": "CPU", "cuda": "GPU", "gaudi": "HPU"}
+FAMILY_RESOURCE = {CPU_FAMILY: "CPU", CUDA_FAMILY: "GPU", GAUDI_FAMILY: "HPU"}
 
 
 def check_tracking_uri(uri: str) -> None:
@@ -84,16 +85,3 @@ def check_feasible(request: dict[str, float], nodes: list[dict], address: str) -
     wanted = ", ".join(f"{key} {value:g}" for key, value in request.items())
     raise ConfigError("ray_address", address, f"allowed: a Ray cluster with a node that has {wanted} (nodes "
                                               f"here: {offered})")
-
-
-def requested_devices(passthrough: list[str]) -> int:
-    """The `--devices N` every train run of the sweep gets (1 when not given)."""
-    from ...config import parse_int
-
-    value = "1"
-    for index, arg in enumerate(passthrough):
-        if arg == "--devices" and index + 1 < len(passthrough):
-            value = passthrough[index + 1]
-        elif arg.startswith("--devices="):
-            value = arg.split("=", 1)[1]
-    return parse_int("devices", value, 1)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...contract import HOST_NAME_TAG, PARENT_RUN_TAG, RAY_NODE_ID_TAG
-from ..child import CELL_TAG, REPEAT_TAG, ChildResult, SweepContext, create_child, end_child
+from ...contract import HOST_NAME_TAG, PARENT_RUN_TAG, RAY_NODE_ID_TAG, SWEEP_CELL_TAG, SWEEP_REPEAT_TAG
+from ..child import ChildResult, SweepContext, create_child, end_child
 from ..grid import SweepCell
 
 INTERRUPTED = "cancelled: the sweep was interrupted"
@@ -30,7 +30,7 @@ def task_fields(ray, ref) -> tuple[dict, bool]:
 
 def child_result(context: SweepContext, cell: SweepCell, fields: dict) -> ChildResult:
     """The cell's result; a run the task could not end is ended here, and a failure with no run gets one."""
-    node = f"{fields['host']}/{fields['node_id'][:12]}" if fields.get("node_id") else ""
+    node = f"{fields[HOST_NAME_TAG]}/{fields['node_id'][:12]}" if fields.get("node_id") else ""
     if fields.get("run_id"):  # the task ran train and ended its run itself
         return ChildResult(cell, fields["run_id"], fields["status"], fields["returncode"],
                            fields["samples_per_second"], fields["reason"], tuple(fields["tail"]), node)
@@ -47,13 +47,13 @@ def child_result(context: SweepContext, cell: SweepCell, fields: dict) -> ChildR
 def _node_tags(fields: dict) -> dict:
     if not fields.get("node_id"):
         return {}
-    return {HOST_NAME_TAG: fields["host"], RAY_NODE_ID_TAG: fields["node_id"]}
+    return {HOST_NAME_TAG: fields[HOST_NAME_TAG], RAY_NODE_ID_TAG: fields["node_id"]}
 
 
 def find_child(context: SweepContext, cell: SweepCell) -> str | None:
     """The child run a node created for `cell`, if it got that far."""
-    query = (f"tags.`{PARENT_RUN_TAG}` = '{context.parent_run_id}' AND tags.`{CELL_TAG}` = '{cell.setting}' "
-             f"AND tags.`{REPEAT_TAG}` = '{cell.repeat}'")
+    query = (f"tags.`{PARENT_RUN_TAG}` = '{context.parent_run_id}' AND tags.`{SWEEP_CELL_TAG}` = '{cell.setting}' "
+             f"AND tags.`{SWEEP_REPEAT_TAG}` = '{cell.repeat}'")
     runs = context.client.search_runs([context.experiment_id], query, max_results=1)
     return runs[0].info.run_id if runs else None
 

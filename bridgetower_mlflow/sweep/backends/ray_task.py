@@ -61,7 +61,7 @@ def run_cell_task(job: dict) -> dict:
 
     _cancellable()
     node_id, host = ray.get_runtime_context().get_node_id(), socket.gethostname()
-    where = {"node_id": node_id, "host": host}
+    where = {"node_id": node_id, HOST_NAME_TAG: host}
     found = installed_version()
     if found != job["version"]:
         return {**where, "reason": f"{PROJECT} {found or 'is not installed'} on node {host} ({node_id[:12]}), "

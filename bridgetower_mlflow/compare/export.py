@@ -1,0 +1,168 @@
+"""Comparison -> plain rows and documents: CSV, JSON, and the tables compare logs with mlflow.log_table."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..contract import PEAK_MEMORY_METRIC, THROUGHPUT_METRIC, phase_fraction_metric
+from .comparison import Comparison
+from .cost import usd_per_million_samples
+from .grouping import CONFIG_KEYS, EFFICIENCY_FIELDS, GroupStats
+from .headline import GAUDI_SIDE, GPU_SIDE
+from .pairs import CellPair
+from .phases import PHASE_ORDER
+from .published_pairs import PAIR_RULE, PublishedPair, setting_text
+from .scaling import scaling_points
+from .speedups import ConfigSection, SettingSpeedupRow, SpeedupRow
+from .stats import within_noise
+from .tables import pair_place, section_heading
+
+Row = dict[str, Any]  # one plain row of numbers and words (CSV, JSON, log_table)
+CSV_FIELDS = (
+    "section", "source", "throughput_warmup_steps", *CONFIG_KEYS, "accelerator", "column", "setting",
+    "dataloader_num_workers", "decode", "data_loaders", "device_names", "n", "median", "min", "max",
+    "baseline_column", "speedup_vs_baseline", "speedup_vs_w0_cpu_decode", "best_for_column",
+    "best_vs_baseline_best", "run_ids", "olympic_mean", "speedup_vs_baseline_within_noise",
+    *EFFICIENCY_FIELDS, "usd_per_million_samples", PEAK_MEMORY_METRIC,
+    "per_device_median", "spread", "noisy", "failed_repeats", "invalid",
+)
+PHASE_FIELDS = tuple(phase_fraction_metric(phase) for phase in PHASE_ORDER)
+
+
+def _cell_fields(comparison: Comparison, index: int, group: GroupStats, column: str) -> Row:
+    """What a cell is, valid or not: its configuration, setting and repeats."""
+    return {
+        "section": index, "source": group.source, "throughput_warmup_steps": group.warmup,
+        **group.config, "accelerator": group.accelerator, "column": column,
+        "setting": group.setting.label, "dataloader_num_workers": group.setting.workers,
+        "decode": group.setting.decode, "data_loaders": " ".join(sorted(group.data_loaders)),
+        "device_names": " | ".join(sorted(group.device_names)), "n": group.n,
+        "median": group.median, "min": group.minimum, "max": group.maximum,
+        "run_ids": " ".join(group.run_ids), "olympic_mean": group.olympic,
+        **{name: group.efficiency_median(name) for name in EFFICIENCY_FIELDS},
+        "usd_per_million_samples": usd_per_million_samples(group, comparison.prices),
+        PEAK_MEMORY_METRIC: group.peak_memory_gb, "per_device_median": group.per_device_median,
+        "spread": group.spread, "noisy": group.noisy, "failed_repeats": len(group.failures),
+        "invalid": group.invalid, **{phase_fraction_metric(p): v for p, v in group.phase_shares().items()},
+    }
+
+
+def _group_row(comparison: Comparison, index: int, section: ConfigSection, row: SpeedupRow,
+               setting_row: SettingSpeedupRow, column: str) -> Row:
+    group, best = row.cells[column], section.best_at(row.point)[column]
+    base = row.cells.get(section.baseline_column or "")
+    return {
+        **_cell_fields(comparison, index, group, column),
+        "baseline_column": section.baseline_column or "",
+        "speedup_vs_baseline": row.vs_baseline.get(column),
+        "speedup_vs_w0_cpu_decode": setting_row.vs_baseline_setting.get(column),
+        "best_for_column": best.best is group,
+        "best_vs_baseline_best": best.vs_baseline if best.best is group else None,
+        "speedup_vs_baseline_within_noise": within_noise(group, base) if column != section.baseline_column else None,
+    }
+
+
+def csv_rows(comparison: Comparison) -> list[Row]:
+    """One row per (section, column, setting, point) group, numbers unrounded; invalid cells last in a section."""
+    rows = []
+    for index, section in enumerate(comparison.sections, 1):
+        rows += [_group_row(comparison, index, section, row, setting_row, column)
+                 for row, setting_row in zip(section.rows, section.setting_rows) for column in row.cells]
+        rows += [_cell_fields(comparison, index, group, group.accelerator) for group in section.invalid]
+    return rows
+
+
+def csv_fields(rows: list[Row]) -> tuple[str, ...]:
+    """CSV_FIELDS, plus a column per phase only where some run measured it (never a column of blanks)."""
+    return CSV_FIELDS + tuple(name for name in PHASE_FIELDS if any(name in row for row in rows))
+
+
+def to_csv(comparison: Comparison) -> str:
+    rows = csv_rows(comparison)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=csv_fields(rows), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def _cell_record(group: GroupStats) -> Row:
+    return {"median": group.median, "n": group.n, "min": group.minimum, "max": group.maximum,
+            PEAK_MEMORY_METRIC: group.peak_memory_gb, "run_ids": list(group.run_ids)}
+
+
+def _pair_record(cells: CellPair) -> Row:
+    return {GAUDI_SIDE: _cell_record(cells.gaudi), GPU_SIDE: _cell_record(cells.gpu), "speedup": cells.speedup,
+            "within_noise": cells.within_noise}
+
+
+def published_pair_records(pairs: Sequence[PublishedPair]) -> list[Row]:
+    """The published pairs across batch sizes as plain numbers (JSON)."""
+    return [{
+        "source": pair.source, "caption": pair.caption, GAUDI_SIDE: pair.gaudi, GPU_SIDE: pair.gpu,
+        "gaudi_batch": pair.gaudi_batch, "gpu_batch": pair.gpu_batch, "rule": PAIR_RULE,
+        "rows": [{"gaudi_setting": setting_text(row.cells.gaudi), "gpu_setting": setting_text(row.cells.gpu),
+                  "matched": row.matched, **_pair_record(row.cells)} for row in pair.rows],
+    } for pair in pairs]
+
+
+def headline_records(comparison: Comparison, nested: bool = True) -> list[Row]:
+    """The headline pairs as plain numbers (JSON; `nested=False`: one flat row each, for log_table)."""
+    records = []
+    for pair in comparison.headline:
+        record = {
+            "section": pair.section_index, "place": pair_place(pair), "source": pair.section.source,
+            GAUDI_SIDE: pair.gaudi, GPU_SIDE: pair.gpu, "point": pair.point.label,
+            "matched_setting": pair.matched_setting.label if pair.matched_setting else None,
+            "matched_speedup": pair.matched.speedup if pair.matched else None,
+            "matched_within_noise": pair.matched.within_noise if pair.matched else False,
+            "gaudi_best_setting": pair.best.gaudi.setting.label, "gpu_best_setting": pair.best.gpu.setting.label,
+            "best_vs_best": pair.best.speedup, "best_within_noise": pair.best.within_noise,
+            "gaudi_best_usd_per_million_samples": usd_per_million_samples(pair.best.gaudi, comparison.prices),
+            "gpu_best_usd_per_million_samples": usd_per_million_samples(pair.best.gpu, comparison.prices),
+            "why": pair.why,
+        }
+        if nested:
+            record["every_setting"] = [{"setting": cells.setting.label, **_pair_record(cells)}
+                                       for cells in pair.every_setting]
+        records.append(record)
+    return records
+
+
+def scaling_records(comparison: Comparison) -> list[Row]:
+    """Each device count of each scaling line: samples/s, per device, efficiency against the line's base."""
+    return [{"section": index, "line": p.line.label, "accelerator": p.line.accelerator, "column": p.line.column,
+             "setting": p.line.setting.label, "fixed": p.line.fixed.label, "devices": p.devices,
+             "samples_per_second": p.cell.median, "n": p.cell.n, "min": p.cell.minimum, "max": p.cell.maximum,
+             "per_device": p.per_device, "base_devices": p.base_devices, "scaling_efficiency": p.efficiency,
+             "all_reduce_share": p.all_reduce_share}
+            for index, section in enumerate(comparison.sections, 1) for p in scaling_points(section)]
+
+
+def to_json(comparison: Comparison, caveats: Mapping[str, Sequence[str]] | None = None) -> str:
+    """Headline, sections with their config, axes, differences, baseline, per-group rows and scaling."""
+    rows, scaling = csv_rows(comparison), scaling_records(comparison)
+    sections = [
+        {"index": i, "heading": section_heading(s), "source": s.source, "published": s.published,
+         "throughput_warmup_steps": s.warmup, "config": s.config, "differences": s.differences,
+         "axes": list(s.axes), "points": [p.label for p in s.points],
+         "columns": s.columns, "baseline_column": s.baseline_column,
+         "groups": [r for r in rows if r["section"] == i], "scaling": [r for r in scaling if r["section"] == i]}
+        for i, s in enumerate(comparison.sections, 1)
+    ]
+    document = {
+        "metric": THROUGHPUT_METRIC, "baseline": comparison.baseline,
+        "allow_diff": list(comparison.allow_diff), "run_count": comparison.run_count,
+        "left_out": dict(comparison.left_out), "experiments": comparison.experiments,
+        "notes": comparison.notes, "headline": headline_records(comparison),
+        "published_pairs": published_pair_records(comparison.published_pairs),
+        "prices": {"usd_per_device_hour": comparison.prices.usd_per_device_hour,
+                   "source": comparison.prices.source},
+        "sections": sections,
+        "published_caveats": {source: list(lines) for source, lines in (caveats or {}).items()},
+    }
+    return json.dumps(document, indent=2, default=str)
