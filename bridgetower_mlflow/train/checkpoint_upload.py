@@ -31,6 +31,7 @@ class CheckpointUploader:
         self._next: Path | None = None
         self._busy = False
         self._deletes = True  # until the store says it allows none
+        self._closed = False
         self._changed = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="checkpoint-upload", daemon=True)
         self._thread.start()
@@ -61,10 +62,18 @@ class CheckpointUploader:
         with self._changed:
             return self._changed.wait_for(lambda: self._next is None and not self._busy, timeout)
 
+    def close(self) -> None:
+        """The thread ends (after the upload in flight, if any); nothing queued later is sent."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
     def _run(self) -> None:
         while True:
             with self._changed:
-                self._changed.wait_for(lambda: self._next is not None)
+                self._changed.wait_for(lambda: self._next is not None or self._closed)
+                if self._closed:
+                    return
                 folder, self._next, self._busy = self._next, None, True
             assert folder is not None
             try:
@@ -112,4 +121,5 @@ def settle_uploads(run_id: str, timeout: float) -> str | None:
     if not uploader.wait(timeout):
         log.warning("checkpoint upload still running after %.0f s; the last whole one on the server is %s",
                     timeout, uploader.uploaded or "none")
+    uploader.close()
     return uploader.uploaded

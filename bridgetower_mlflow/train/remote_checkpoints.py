@@ -49,20 +49,27 @@ def download(client: Any, run_id: str, artifact_path: str, run_folder: Path) -> 
     staging = run_folder / STAGING / f"download-{name}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
+    try:
+        local = _fetch(client, run_id, artifact_path, staging)
+        target = run_folder / name
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(local, target)
+        return target
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _fetch(client: Any, run_id: str, artifact_path: str, staging: Path) -> Path:
+    name = Path(artifact_path).name
     marker = Path(client.download_artifacts(run_id, f"{artifact_path}/{MARKER}", str(staging)))
     listed = marker_of(marker.parent) or {}
-    ensure_room("output_dir", f"{name} from the tracking server", run_folder, sum(listed.values()),
+    ensure_room("output_dir", f"{name} from the tracking server", staging, sum(listed.values()),
                 why="the size its marker lists")
-    with writing("output_dir", f"{name} from the tracking server", run_folder):
+    with writing("output_dir", f"{name} from the tracking server", staging):
         local = Path(client.download_artifacts(run_id, artifact_path, str(staging)))
     if not is_whole(local):
-        shutil.rmtree(staging, ignore_errors=True)
         raise OSError(f"{artifact_path} downloaded with files missing or cut short")
-    target = run_folder / name
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(local, target)
-    shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return local
 
 
 def delete_older(client: Any, run_id: str, keep: str) -> bool:

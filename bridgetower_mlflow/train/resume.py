@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..config import TrainConfig
@@ -50,6 +50,15 @@ def run_to_resume(config: TrainConfig) -> str | None:
         raise ConfigError("resume", "true", f"allowed only after a run in output_dir {config.output_dir!r} "
                           "(no last_run.json there), or with run_id naming the run to continue")
     return run_id
+
+
+LOCATION_PARAMS = ("output_dir", "logging_dir")  # where a run writes, not what shaped it: a resume may move
+
+
+def as_resumed(params: dict[str, Any], logged: dict[str, str]) -> dict[str, Any]:
+    """A resume's params: its own, but the folders the run logged when it started (a resume elsewhere, on an
+    empty disk, keeps the run's params; the log says where it continued)."""
+    return {**params, **{key: logged[key] for key in LOCATION_PARAMS if key in params and key in logged}}
 
 
 def project_run_of_resume(resumed_run_id: str | None) -> str | None:

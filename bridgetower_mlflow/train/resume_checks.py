@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ResumeRefused
 from .checkpoints import latest_whole, remove_torn, step_of
 from .remote_checkpoints import ARTIFACT_DIR, RemoteCheckpoints, download, list_remote
-from .resume import no_whole_checkpoint
+from .resume import as_resumed, no_whole_checkpoint
 
 if TYPE_CHECKING:
     from ..config import TrainConfig
@@ -77,8 +77,10 @@ def _same_settings(config: TrainConfig, prepared: Prepared, run: Any) -> None:
     from ..tracking.params import conflicts, prepare_params
     from .record import train_params
 
-    loggable, _ = prepare_params(train_params(config, prepared, count_parameters(prepared.loaded.model)))
-    clash = conflicts(dict(run.data.params), loggable)
+    logged = dict(run.data.params)
+    params = as_resumed(train_params(config, prepared, count_parameters(prepared.loaded.model)), logged)
+    loggable, _ = prepare_params(params)
+    clash = conflicts(logged, loggable)
     if clash:
         key, (old, new) = next(iter(clash.items()))
         raise ResumeRefused(key, new, f"allowed: {old!r}, the value run {run.info.run_id} was trained with (a resume "

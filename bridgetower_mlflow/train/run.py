@@ -36,7 +36,7 @@ from .observe import combine_nodes, findings
 from .output_folder import writes_into
 from .record import describe, device_tags, run_name, start_tags, train_params
 from .result import TrainResult
-from .resume import project_run_of_resume, remember_run, run_to_resume
+from .resume import as_resumed, project_run_of_resume, remember_run, run_to_resume
 
 if TYPE_CHECKING:
     from ..accelerators.base import Accelerator, DeviceInfo
@@ -82,7 +82,8 @@ def open_run(config: TrainConfig, prepared: Prepared, ranks: RankInfo, tracked: 
         run_id = broadcast_from_main(session.run_id if session else os.environ.get("MLFLOW_RUN_ID"), ranks)
         prepared.args.output_dir = str(Path(config.output_dir) / (run_id or "run"))
         if session is not None:
-            session.log_params(train_params(config, prepared, count_parameters(prepared.loaded.model)))
+            params = train_params(config, prepared, count_parameters(prepared.loaded.model))
+            session.log_params(as_resumed(params, session.existing_params) if config.resume else params)
             if config.resume:
                 session.delete_tag(ERROR_TAG)  # what stopped the last attempt no longer describes the run
     except BaseException as exc:
