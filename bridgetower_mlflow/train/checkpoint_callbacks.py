@@ -75,9 +75,8 @@ def checkpoint_callbacks(config: TrainConfig, sink: MetricBuffer | NullSink) -> 
             ensure_room("output_dir", f"{PREFIX}{state.global_step}", run_folder, needed, self._advice(args), why)
 
         def _advice(self, args: Any) -> str:
-            has_one = latest_whole(Path(args.output_dir)) is not None
-            return f"{CHECKPOINT_ADVICE}, then {resume_hint(config, has_one)}" if has_one else \
-                f"{CHECKPOINT_ADVICE}; {resume_hint(config, has_one)}"
+            has_one = latest_whole(Path(args.output_dir)) is not None  # else the hint says to train it again
+            return f"{CHECKPOINT_ADVICE}{', then ' if has_one else '; '}{resume_hint(config, has_one)}"
 
     return [CheckpointKeeper()]
 
