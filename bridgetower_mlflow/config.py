@@ -188,6 +188,10 @@ class TrainConfig:
     register_as: str = option("", register_name, "registered model name; empty: do not register")
     log_model: bool = option(True, parse_bool, "log the fine-tuned model")
     resume: bool = option(False, parse_bool, "continue the last run in output_dir from its last complete checkpoint")
+    checkpoint_upload: bool = option(False, parse_bool, "log each checkpoint to the tracking server (checkpoints/), "
+                                     "keeping the latest complete one, so a resume works on an empty disk")
+    run_id: str = option("", text, "with resume: the run to continue when output_dir is empty or new (default: "
+                         "the one last trained in output_dir, else MLFLOW_RUN_ID)")
     output_dir: str = option("outputs", lambda name, value: str(value), "folder for checkpoints and the model")
     experiment_name: str = option("", text, "MLflow experiment (mlflow run sets its own)", project=False)
     run_name: str = option("", text, "MLflow run name (default: derived from the settings)", project=False)
@@ -200,6 +204,8 @@ class TrainConfig:
         """
         params = self.to_fields()
         params.pop("resume")
+        params.pop("run_id")  # how a run continues, like resume
+        params.pop("checkpoint_upload")  # where checkpoints are kept, not what shaped the run
         return params
 
     def to_fields(self) -> dict[str, Any]:
@@ -223,6 +229,8 @@ def build_train_config(**raw: Any) -> TrainConfig:
     config = TrainConfig(**values)
     if config.register_as and not config.log_model:
         raise ConfigError("log_model", "false", "allowed: true when register_as is set (a version needs a model)")
+    if config.run_id and not config.resume:
+        raise ConfigError("run_id", config.run_id, "allowed only with resume true (it names the run to continue)")
     if config.device_decode and config.image_backend != "fast":
         raise ConfigError("image_backend", config.image_backend, "allowed: fast when device_decode is true (device "
                                                                  "loaders decode on the accelerator, not with it)")

@@ -68,3 +68,19 @@ class LaunchFailed(BridgeTowerMlflowError):
 
 class DeviceDecodeUnavailable(Exception):
     """An on-device loader cannot start; train turns it into a ConfigError or, if allowed, a CPU fallback."""
+
+
+class DiskFull(BridgeTowerMlflowError):
+    """A write found no room (or a quota, or a read-only file system): an environment failure, not bad input.
+
+    The message says what was being written, the folder, what it needed and had, and what to do."""
+
+    exit_code = 1
+
+
+class ResumeRefused(ConfigError):
+    """A resume that cannot continue run `run_id`: the run stays exactly as it was (not even marked failed)."""
+
+    def __init__(self, field: str, value: object, allowed: str, run_id: str = "") -> None:
+        super().__init__(field, value, allowed)
+        self.run_id = run_id

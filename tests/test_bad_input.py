@@ -70,6 +70,8 @@ CASES = [  # (CLI arguments, extra environment, what the one error line must say
     (["--log-model", "perhaps"], {}, "log_model: invalid value 'perhaps'; allowed: true or false"),
     (["--log-model", "false", "--register-as", "bt"], {}, "log_model: invalid value 'false'; allowed: true when register_as is set"),
     (["--resume", "true"], {}, "resume: invalid value 'true'; allowed only after a run in output_dir"),
+    (["--checkpoint-upload", "sometimes"], {}, "checkpoint_upload: invalid value 'sometimes'; allowed: true or false"),
+    (["--run-id", "0123456789abcdef0123456789abcdef"], {}, "run_id: invalid value '0123456789abcdef0123456789abcdef'; allowed only with resume true"),
     (["--output-dir", "/dev/null/outputs"], {}, "output_dir: cannot write into '/dev/null/outputs' (Not a directory"),
     (["--hf-args", "--no_such_flag 1"], {}, "hf_args: invalid value '--no_such_flag 1'; allowed: TrainingArguments flags"),
     (["--hf-args", "--warmup_steps abc"], {}, "hf_args: invalid value '--warmup_steps abc'"),
@@ -192,3 +194,12 @@ def test_project_run_of_absent_accelerator_is_marked_failed(cache_dir, sqlite_ur
     client = MlflowClient(sqlite_uri)
     runs = client.search_runs([client.get_experiment_by_name("bad").experiment_id])
     assert [r.info.status for r in runs] == ["FAILED"]
+
+
+def test_a_resume_of_a_run_the_store_does_not_have_is_one_line(cache_dir, sqlite_uri):
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient(sqlite_uri).create_experiment("exists")  # a store that is there (a fresh one logs its creation)
+    done = run_cli(["train", *FAST, "--resume", "true", "--run-id", "0" * 32])
+    _check_refused(done, f"run_id: invalid value '{'0' * 32}'; allowed: the id of a run in this tracking store (it "
+                         f"has no run {'0' * 32})", sqlite_uri)

@@ -157,6 +157,8 @@ def test_the_kubernetes_project_mirrors_the_main_project(entry):
             assert "default" not in spec  # required: the template decides the hardware
         elif name == "devices":
             assert spec["default"] == 8
+        elif name == "checkpoint_upload":
+            assert spec == {**expected[name], "default": True}  # a rescheduled pod starts on an empty disk
         else:
             assert spec == expected[name], name
         assert f"--{name.replace('_', '-')} {{{name}}}" in kube["command"]

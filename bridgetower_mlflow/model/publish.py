@@ -24,7 +24,8 @@ from ..contract import (
     REGISTERED_MODEL_TAG,
     THROUGHPUT_METRIC,
 )
-from ..errors import TrackingError
+from ..disk_space import disk_errno, ensure_room, full_line, written_file
+from ..errors import DiskFull, TrackingError
 from .checkpoint import save_checkpoint
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -32,6 +33,9 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 SERVING_MODULES = ("__init__.py", "model/__init__.py", "model/checkpoint.py", "model/pyfunc.py",
                    "model/scoring.py", "data/__init__.py", "data/cpu_images.py")
 ERROR_LIMIT = 400  # MLflow's message names the URL twice; the run's error tag keeps 2000 characters
+MODEL_ADVICE = "free space there or choose another output_dir"
+SMALL_FILES_BYTES = 256 << 10  # tokenizer, image processor, config and inference settings (a real write past
+# this estimate is still one line: writes_into)
 VERSION_METRICS = (THROUGHPUT_METRIC, "eval_loss", "eval_recall_at_1", "eval_recall_at_5",
                    CAPTION_MATCH_METRIC)
 
@@ -126,6 +130,8 @@ def publish_model(config, prepared, session, trainer, metrics: dict) -> str | No
     from ..redact import redact_text
 
     folder = Path(prepared.args.output_dir) / "final-model"
+    ensure_room("output_dir", folder.name, folder.parent, model_bytes(trainer.model), MODEL_ADVICE,
+                "the model's parameters")
     save_checkpoint(replace(prepared.loaded, model=trainer.model), folder, config.max_seq_length)
     with tracking_refusal("log the model"):
         info = log_pyfunc_model(folder, trainer.state.global_step)
@@ -156,6 +162,25 @@ def tracking_refusal(action: str):
     try:
         yield
     except (MlflowException, requests.RequestException, OSError) as exc:
+        code = disk_errno(exc)
+        if code is not None:  # a file artifact store (or the temporary folder MLflow stages in) is full
+            raise DiskFull(full_line("tracking", "the logged model", _written_folder(exc), code=code)) from None
         error = tracking_error(action, exc)
         text = str(error)
         raise (error if len(text) <= ERROR_LIMIT else TrackingError(text[:ERROR_LIMIT - 3] + "...")) from None
+
+
+def model_bytes(model) -> int:
+    """What save_pretrained writes: the parameters, plus the small files beside them."""
+    return sum(p.numel() * p.element_size() for p in model.parameters()) + SMALL_FILES_BYTES
+
+
+def _written_folder(exc: OSError | Exception) -> str:
+    """Where a failed artifact write went: its file's folder, else the run's artifact location."""
+    import mlflow
+
+    filename = written_file(exc)
+    if filename:
+        return str(Path(filename).parent)
+    uri = mlflow.get_artifact_uri()
+    return uri.removeprefix("file://")

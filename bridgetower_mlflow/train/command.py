@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from ..config import TrainConfig
     from ..launch.signals import Stopped
 
+import os
 import sys
 from pathlib import Path
 
@@ -16,7 +17,9 @@ import click
 
 from ..cli_support import CONTEXT, dual_option, reports_errors, setup_logging
 from ..config import SCHEMA, build_train_config
-from ..errors import TrackingError
+from ..contract import ERROR_TAG_LIMIT
+from ..errors import ResumeRefused, TrackingError
+from ..redact import first_line
 
 
 def train_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -45,6 +48,12 @@ def train_command(**options: Any) -> None:
             result = train(config)
         except Stopped as exc:
             click.echo(f"error: {stopped_line(config, exc)}", err=True)
+            sys.exit(exc.exit_code)
+        except ResumeRefused as exc:
+            if not exc.run_id or exc.run_id != os.environ.get("MLFLOW_RUN_ID"):
+                raise  # the refusal fails only `mlflow run`'s own run of this attempt, as any bad input does
+            # MLFLOW_RUN_ID is the run the resume refused: it stays exactly as it was, not marked FAILED
+            click.echo(f"error: {first_line(exc, ERROR_TAG_LIMIT)}", err=True)
             sys.exit(exc.exit_code)
     if not was_self_launched():  # the launcher prints for its ranks
         print_run_summary(result)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..config import TrainConfig
@@ -13,7 +13,8 @@ import os
 import shlex
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ResumeRefused
+from .checkpoints import latest_whole, remove_torn
 
 log = logging.getLogger(__name__)
 
@@ -22,26 +23,42 @@ def remember_run(output_dir: str, run_id: str) -> None:
     """`resume=true` finds the run of the last train started in this output folder."""
     folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "last_run.json").write_text(json.dumps({"run_id": run_id}))
+    partial = folder / ".last_run.json.partial"
+    partial.write_text(json.dumps({"run_id": run_id}))
+    os.replace(partial, folder / "last_run.json")  # a full disk leaves the earlier file whole, never half of one
 
 
 def last_run(output_dir: str) -> str | None:
     path = Path(output_dir) / "last_run.json"
-    return json.loads(path.read_text())["run_id"] if path.exists() else None
+    try:
+        return str(json.loads(path.read_text())["run_id"]) if path.exists() else None
+    except (ValueError, KeyError, TypeError):
+        log.warning("%s is unreadable (a write cut short); it names no run to resume", path)
+        return None
 
 
 def run_to_resume(config: TrainConfig) -> str | None:
-    """The run a resume continues, found by its output folder: None for a new run.
+    """The run a resume continues: `run_id`, else the one last_run.json of the output folder names, else
+    MLFLOW_RUN_ID (a pod or cell restarted on an empty disk with its run's id); None for a new run.
 
-    Not MLFLOW_RUN_ID: `mlflow run -P resume=true` creates a new project run, which only records what it resumed.
-    """
+    last_run.json before MLFLOW_RUN_ID: `mlflow run -P resume=true` creates a new project run, which only records
+    what it resumed."""
     if not config.resume:
         return None
-    run_id = last_run(config.output_dir)
+    run_id = config.run_id or last_run(config.output_dir) or os.environ.get("MLFLOW_RUN_ID")
     if not run_id:
         raise ConfigError("resume", "true", f"allowed only after a run in output_dir {config.output_dir!r} "
-                          "(no last_run.json there)")
+                          "(no last_run.json there), or with run_id naming the run to continue")
     return run_id
+
+
+LOCATION_PARAMS = ("output_dir", "logging_dir")  # where a run writes, not what shaped it: a resume may move
+
+
+def as_resumed(params: dict[str, Any], logged: dict[str, str]) -> dict[str, Any]:
+    """A resume's params: its own, but the folders the run logged when it started (a resume elsewhere, on an
+    empty disk, keeps the run's params; the log says where it continued)."""
+    return {**params, **{key: logged[key] for key in LOCATION_PARAMS if key in params and key in logged}}
 
 
 def project_run_of_resume(resumed_run_id: str | None) -> str | None:
@@ -53,7 +70,7 @@ def project_run_of_resume(resumed_run_id: str | None) -> str | None:
 def resume_hint(config: TrainConfig, has_checkpoint: bool) -> str:
     """How to continue an interrupted run: the same command with --resume true, or why it cannot."""
     if not has_checkpoint:
-        return "it saved no checkpoint to resume from (save_steps=0 or none reached yet): train it again"
+        return "it left no complete checkpoint to resume from (save_steps=0, or none saved whole yet): train it again"
     from ..config import TrainConfig
 
     defaults = TrainConfig().to_fields()
@@ -71,30 +88,28 @@ def _cli_value(value: object) -> str:
 
 
 def has_complete_checkpoint(run_folder: str) -> bool:
-    return any(_has_state(p) for p in Path(run_folder).glob("checkpoint-*"))
+    return latest_whole(run_folder) is not None
 
 
-def checkpoint_to_resume(config: TrainConfig, output_dir: str) -> str | None:
-    """Trainer's resume_from_checkpoint: the latest complete checkpoint on a resume, else None.
+def checkpoint_to_resume(config: TrainConfig, run_folder: str) -> str | None:
+    """Trainer's resume_from_checkpoint: the latest whole checkpoint on a resume, else None.
 
-    Not Trainer's own pick (`True`): it takes the highest-numbered folder, even one a SIGKILL left without
-    its trainer_state.json, which Trainer writes last."""
+    Not Trainer's own pick (`True`): it takes the highest-numbered folder, even one a kill or a full disk cut
+    short. Torn ones are removed first, each named in a warning."""
     if not config.resume:
         return None
-    found = sorted((p for p in Path(output_dir).glob("checkpoint-*") if p.name.split("-", 1)[1].isdigit()),
-                   key=lambda p: int(p.name.split("-", 1)[1]), reverse=True)
-    complete = next((p for p in found if _has_state(p)), None)
-    if complete is None:
-        raise ConfigError("resume", "true", f"allowed only with a complete checkpoint in {output_dir} "
-                          "(train with save_steps>0)")
-    cut_short = [p.name for p in found[:found.index(complete)]]
-    if cut_short:
-        log.warning("%s incomplete (a save cut short); resuming from %s", ", ".join(cut_short), complete.name)
-    return str(complete)
+    torn = remove_torn(run_folder)
+    whole = latest_whole(run_folder)
+    if whole is None:
+        raise no_whole_checkpoint(run_folder, torn)
+    return str(whole)
 
 
-def _has_state(checkpoint: Path) -> bool:
-    try:
-        return "global_step" in json.loads((checkpoint / "trainer_state.json").read_text())
-    except (OSError, ValueError):
-        return False
+def no_whole_checkpoint(run_folder: str | Path, torn: list[str], elsewhere: str = "", run_id: str = ""
+                        ) -> ResumeRefused:
+    """The refusal of a resume with nothing whole to continue from: incomplete checkpoints, or none at all."""
+    if torn:
+        found = f"the checkpoints found in {str(run_folder)!r} were incomplete ({', '.join(torn)}: saves cut short)"
+    else:
+        found = f"{str(run_folder)!r} holds no checkpoint (train with save_steps>0, or wait for the first save)"
+    return ResumeRefused("resume", "true", f"allowed only with a complete checkpoint; {found}{elsewhere}", run_id)

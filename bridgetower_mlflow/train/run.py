@@ -31,11 +31,12 @@ from ..launch.collectives import barrier, broadcast_from_main
 from ..launch.signals import Stopped
 from ..redact import first_line
 from ..tracking.null_sink import NullSink
+from .checkpoint_upload import settle_uploads
 from .observe import combine_nodes, findings
 from .output_folder import writes_into
 from .record import describe, device_tags, run_name, start_tags, train_params
 from .result import TrainResult
-from .resume import project_run_of_resume, remember_run, run_to_resume
+from .resume import as_resumed, project_run_of_resume, remember_run, run_to_resume
 
 if TYPE_CHECKING:
     from ..accelerators.base import Accelerator, DeviceInfo
@@ -56,6 +57,10 @@ def start_session(config: TrainConfig, prepared: Prepared) -> RunSession:
     from ..tracking.session import RunSession
 
     resume_id = run_to_resume(config)
+    if resume_id:
+        from .resume_checks import ready_to_resume
+
+        ready_to_resume(config, prepared, resume_id)  # refusals before the run is touched; the checkpoint here
     tags = {**context_tags(), **start_tags(config, prepared)}
     return RunSession.start(config.experiment_name, run_name(config, prepared.device.kind), tags, resume_id)
 
@@ -77,7 +82,8 @@ def open_run(config: TrainConfig, prepared: Prepared, ranks: RankInfo, tracked: 
         run_id = broadcast_from_main(session.run_id if session else os.environ.get("MLFLOW_RUN_ID"), ranks)
         prepared.args.output_dir = str(Path(config.output_dir) / (run_id or "run"))
         if session is not None:
-            session.log_params(train_params(config, prepared, count_parameters(prepared.loaded.model)))
+            params = train_params(config, prepared, count_parameters(prepared.loaded.model))
+            session.log_params(as_resumed(params, session.existing_params) if config.resume else params)
             if config.resume:
                 session.delete_tag(ERROR_TAG)  # what stopped the last attempt no longer describes the run
     except BaseException as exc:
@@ -150,6 +156,7 @@ class TrackedRun:
         found, tags = findings(config, prepared, metrics, observed)
         metrics.update(found)
         self.session.set_tags(tags)
+        settle_uploads(self.run_id, FLUSH_TIMEOUT)  # the last checkpoint whole on the server before the run ends
         version = _record(config, prepared, self.session, fitted.trainer, metrics, tags[ADVICE_TAG])
         barrier(ranks)
         left = self.session.finish("FINISHED", FLUSH_TIMEOUT)
@@ -167,6 +174,8 @@ class TrackedRun:
         else:
             self.session.set_tags({ERROR_TAG: first_line(exc)})
         self.session.buffer.persist()
+        # an upload in flight may finish inside the grace: a resume elsewhere then starts from it
+        settle_uploads(self.run_id, STOP_FLUSH_TIMEOUT if status == "KILLED" else min(FLUSH_TIMEOUT, 60))
         self.session.finish(status, STOP_FLUSH_TIMEOUT if status == "KILLED" else min(FLUSH_TIMEOUT, 30))
         outcome = "KILLED" if status == "KILLED" else "FAILED"
         self._settle_project_run(outcome, f"the resumed run {self.run_id} did not finish: {first_line(exc)}")
@@ -186,6 +195,10 @@ def _record(config: TrainConfig, prepared: Prepared, session: RunSession, traine
     session.set_description(describe(config, prepared, metrics, bound, advice))
     if not config.log_model:
         return None
+    # log_model links to the model only the metrics already stored at its step: the final figures go first
+    if not session.buffer.flush(FLUSH_TIMEOUT):
+        log.warning("the final metrics are not in the store yet (%d records queued): the logged model will not "
+                    "carry them", session.buffer.pending())
     with writes_into(config.output_dir):
         return publish_model(config, prepared, session, trainer, metrics)
 

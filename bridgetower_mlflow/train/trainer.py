@@ -64,6 +64,7 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
     from ..data.collate import collate_batch
     from ..telemetry.progress import ProgressPrinter, progress_seconds
     from ..telemetry.throughput import ThroughputCallback
+    from .checkpoint_callbacks import checkpoint_callbacks
     from .evaluate import keep_embeddings, retrieval_metrics_fn
 
     cls = build_trainer_class(prepared.recipe.trainer_class)
@@ -79,6 +80,7 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
     trainer = cls(model=prepared.loaded.model, args=args, train_dataset=prepared.data.train,
                   eval_dataset=prepared.data.validation, data_collator=collate_batch,
                   callbacks=[throughput, ProgressPrinter(throughput, progress_seconds()), durable,
+                             *checkpoint_callbacks(config, sink),
                              *prepared.recipe.callbacks],
                   compute_metrics=retrieval_metrics_fn(captions), preprocess_logits_for_metrics=keep_embeddings,
                   **prepared.recipe.trainer_kwargs)
