@@ -12,10 +12,10 @@ import subprocess
 import time
 
 import pytest
-from holding_proxy import HoldingProxy
 from mlflow.tracking import MlflowClient
 
 from conftest import BIN, REPO, no_running_runs
+from holding_proxy import HoldingProxy
 
 pytestmark = pytest.mark.slow
 MARKER = "checkpoint-complete.json"

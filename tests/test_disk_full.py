@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 from mlflow.tracking import MlflowClient
-from small_disk import fill, grow, small_disks
 
 from conftest import no_running_runs, run_cli
+from small_disk import fill, grow, small_disks
 
 pytestmark = pytest.mark.slow
 TRAIN = ["train", "--logging-steps", "1", "--per-device-train-batch-size", "8", "--dataloader-num-workers", "0",

@@ -11,13 +11,14 @@ import os
 from types import SimpleNamespace
 
 import pytest
-from small_disk import fill, small_disks
 
 from bridgetower_mlflow.config import build_train_config
 from bridgetower_mlflow.disk_space import disk_errno, ensure_room, full_line, writing
 from bridgetower_mlflow.errors import DiskFull, OutputUnwritable
 from bridgetower_mlflow.train.output_folder import check_writable, holding, writes_into
 from bridgetower_mlflow.train.resume import last_run, remember_run
+
+from small_disk import fill, small_disks
 
 
 @pytest.fixture
