@@ -352,3 +352,12 @@ def test_ray_addresses(monkeypatch):
     assert parse_ray_address("auto") == ("10.0.0.1:6379", ("10.0.0.1", 6379))
     with pytest.raises(ConfigError, match="ray_address: invalid value 'head'; allowed: auto, host:port"):
         parse_ray_address("head")
+
+
+def test_ray_cells_upload_their_checkpoints_unless_the_user_said_otherwise():
+    """A Ray cell's folder lives as long as its task: its checkpoints go to the tracking server too."""
+    from bridgetower_mlflow.sweep.backends.ray_task import with_checkpoint_upload
+
+    assert with_checkpoint_upload(["--save-steps", "10"]) == ["--save-steps", "10", "--checkpoint-upload", "true"]
+    assert with_checkpoint_upload(["--checkpoint-upload", "false"]) == ["--checkpoint-upload", "false"]
+    assert with_checkpoint_upload(["--checkpoint_upload=false"]) == ["--checkpoint_upload=false"]

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..contract import NOTE_LIMIT, NOTE_TAG, RUN_KIND_COMPARE, RUN_KIND_TAG
+from ..disk_space import writing
 from ..errors import ConfigError
-from ..redact import redact_text
-from ..tracking.runs import FINISHED, create_run, settle_run
+from ..redact import first_line, redact_text
+from ..tracking.runs import FAILED, FINISHED, create_run, settle_run
 from . import export, render
 from .comparison import Comparison
 from .gate import GateResult, check_gate, gate_document, write_gate
@@ -97,8 +98,15 @@ def _fetch(client: MlflowClient, scope: CompareScope) -> FetchedRuns:
         raise ConfigError("filter", scope.filter_string, f"an MLflow filter joined with AND ({message})") from None
 
 
-def write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool = False) -> list[Path]:
-    """report.md, report.txt, speedups.csv, speedups.json, the PNG charts (and gate.json when written)."""
+def write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool = False,
+                  field: str = "output_dir") -> list[Path]:
+    """report.md, report.txt, speedups.csv, speedups.json, the PNG charts (and gate.json when written); a full
+    disk is DiskFull's one line naming `field` (the option that chose the folder)."""
+    with writing(field, "the comparison's report, tables and charts", output_dir):
+        return _write_outputs(comparison, output_dir, with_gate)
+
+
+def _write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool) -> list[Path]:
     from .charts import write_charts
 
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -136,7 +144,8 @@ def run_compare(options: CompareOptions, client: MlflowClient | None = None) -> 
         return outcome
     with tempfile.TemporaryDirectory(prefix="bridgetower-compare-") as scratch:
         output_dir = Path(options.output_dir or scratch)
-        files = write_outputs(comparison, output_dir, with_gate=gate_file is not None)
+        files = write_outputs(comparison, output_dir, with_gate=gate_file is not None,
+                              field="output_dir" if options.output_dir else "TMPDIR")
         run_id = log_compare_run(client, options, scope, outcome, output_dir) if options.log_to_mlflow else None
     # without an output folder the scratch copies are gone; the artifacts hold them
     return dataclasses.replace(outcome, files=tuple(files) if options.output_dir else (), logged_run_id=run_id,
@@ -182,12 +191,23 @@ def log_compare_run(client: MlflowClient, options: CompareOptions, scope: Compar
         run_id = create_run(client, scope.experiment_ids[0], name, {RUN_KIND_TAG: RUN_KIND_COMPARE})
     elif not options.parent_run_id:
         tags[RUN_KIND_TAG] = RUN_KIND_COMPARE  # the run `mlflow run -e compare` created
-    client.log_batch(run_id, tags=[RunTag(key, value) for key, value in tags.items()])
-    client.log_artifacts(run_id, str(output_dir), ARTIFACT_DIR)
-    log_results(client, run_id, outcome.comparison, outcome.gate)
+    try:
+        client.log_batch(run_id, tags=[RunTag(key, value) for key, value in tags.items()])
+        with writing("tracking", "the comparison's artifacts", _artifact_folder(client, run_id)):
+            client.log_artifacts(run_id, str(output_dir), ARTIFACT_DIR)
+        log_results(client, run_id, outcome.comparison, outcome.gate)
+    except BaseException as exc:
+        if created:  # the run this call made does not stay RUNNING
+            settle_run(client, run_id, FAILED, first_line(exc))
+        raise
     if created:
         settle_run(client, run_id, FINISHED)
     return run_id
+
+
+def _artifact_folder(client: MlflowClient, run_id: str) -> str:
+    """Where the run's artifacts are written: a local folder for a file store, else the store's URI."""
+    return str(client.get_run(run_id).info.artifact_uri).removeprefix("file://")
 
 
 def ui_links(client: MlflowClient, scope: CompareScope, run_id: str | None) -> list[str]:

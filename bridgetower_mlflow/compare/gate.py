@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import THROUGHPUT_METRIC
+from ..disk_space import writing
 from ..errors import ConfigError
 from .comparison import Comparison
 from .formatting import format_number
@@ -59,8 +60,9 @@ def gate_document(comparison: Comparison) -> Document:
 def write_gate(comparison: Comparison, path: str) -> Path:
     target = Path(path).expanduser()
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(gate_document(comparison), indent=2) + "\n", encoding="utf-8")
+        with writing("write_gate", "the gate file", target.parent):  # a full disk: exit 1, not bad input
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(gate_document(comparison), indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
         raise ConfigError("write_gate", path, f"allowed: a writable file path ({exc.strerror})") from None
     return target

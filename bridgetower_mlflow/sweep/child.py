@@ -24,6 +24,7 @@ from ..contract import (
     SWEEP_REPEAT_TAG,
     THROUGHPUT_METRIC,
 )
+from ..redact import first_line
 from ..tracking.runs import create_run, settle_run
 from .grid import SweepCell
 from .process import exit_reason, run_train_process
@@ -120,7 +121,7 @@ def _attach_log(client, run_id: str, log_path: Path) -> None:
     try:
         client.log_artifact(run_id, str(log_path), "sweep")
     except Exception as exc:  # noqa: BLE001 - an artifact-store hiccup must not stop the sweep
-        click.echo(f"warning: could not log the train output of {run_id}: {exc}", err=True)
+        click.echo(f"warning: could not log the train output of {run_id}: {first_line(exc)}", err=True)
 
 
 def _tail(log_path: Path) -> list[str]:

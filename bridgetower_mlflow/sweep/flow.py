@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..contract import NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG, RUN_NAME_TAG
+from ..disk_space import writing
 from ..errors import BridgeTowerMlflowError, ConfigError
 from ..redact import first_line
 from ..tracking.runs import FAILED, FINISHED, KILLED, create_run, settle_run
@@ -145,8 +146,11 @@ def _record_notes(client, parent_id: str, outcome: SweepOutcome) -> None:
     client.set_tag(parent_id, "sweep.notes", notes[:NOTE_LIMIT])
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "sweep_notes.txt"
-        path.write_text(notes + "\n", encoding="utf-8")
-        client.log_artifact(parent_id, str(path), "sweep")
+        with writing("TMPDIR", "the sweep's notes", scratch):
+            path.write_text(notes + "\n", encoding="utf-8")
+        artifacts = str(client.get_run(parent_id).info.artifact_uri).removeprefix("file://")
+        with writing("tracking", "the sweep's notes", artifacts):
+            client.log_artifact(parent_id, str(path), "sweep")
 
 
 def _compare_children(client, parent_id: str, baseline: str, echo) -> str:

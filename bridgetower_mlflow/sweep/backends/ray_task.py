@@ -25,12 +25,20 @@ def installed_version() -> str | None:
         return None
 
 
+def with_checkpoint_upload(passthrough) -> list[str]:
+    """A Ray cell's folder lives as long as its task: its checkpoints (save_steps > 0) go to the tracking server
+    too, so a resume can continue the cell's run elsewhere. The user's own --checkpoint-upload wins."""
+    words = list(passthrough)
+    asked = any(word.split("=", 1)[0] in ("--checkpoint-upload", "--checkpoint_upload") for word in words)
+    return words if asked else [*words, "--checkpoint-upload", "true"]
+
+
 def cell_job(context: SweepContext, cell: SweepCell, version: str | None) -> dict:
     """What the driver sends a node for one cell (no client, no credentials: nodes use their own)."""
     return {
         "cell": asdict(cell), "version": version, "tracking_uri": context.tracking_uri,
         "experiment_id": context.experiment_id, "parent_run_id": context.parent_run_id,
-        "passthrough": list(context.passthrough), "train_cmd": os.environ.get(TRAIN_CMD_ENV, ""),
+        "passthrough": with_checkpoint_upload(context.passthrough), "train_cmd": os.environ.get(TRAIN_CMD_ENV, ""),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     }
 
