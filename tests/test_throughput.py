@@ -58,3 +58,76 @@ def test_every_step_past_the_warmup_is_measured_warmup_zero_included(warmup, sta
     result = _drive(warmup, steps=10, start=start)
     assert (result.steps, result.samples) == (10 - warmup, (10 - warmup) * 8)
     assert result.seconds > 0 and combine_ranks([result])["train_samples_per_second"] > 0
+
+
+# --- samples counted as executed, against a real Trainer -----------------------------------------------------------
+# A model the Trainer trains in milliseconds, counting the rows each training forward receives: the truth the
+# throughput callback's sample count is held to (the Trainer's state and the batch size are not consulted).
+
+
+def _counting_model():
+    import torch
+
+    class CountingModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+            self.rows_seen: list[int] = []
+
+        def forward(self, input_ids, pixel_values, attention_mask=None, return_loss=True):
+            if self.training:
+                self.rows_seen.append(int(input_ids.shape[0]))
+            return {"loss": self.layer(pixel_values.flatten(1)[:, :4]).pow(2).mean()}
+
+    return CountingModel()
+
+
+def _rows(count: int):
+    import torch
+
+    return [{"input_ids": torch.ones(3, dtype=torch.long), "attention_mask": torch.ones(3, dtype=torch.long),
+             "pixel_values": torch.rand(3, 2, 2)} for _ in range(count)]
+
+
+def _train_counted(tmp_path, rows: int, batch: int, accumulation: int, max_steps: int, warmup: int,
+                   drop_last: bool = True):
+    """(the callback's result, rows each training forward received in order, optimizer steps taken)."""
+    from transformers import Trainer, TrainingArguments
+
+    from bridgetower_mlflow.telemetry.throughput import ThroughputCallback
+    from bridgetower_mlflow.train.trainer import build_trainer_class
+
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=batch,
+                             gradient_accumulation_steps=accumulation, max_steps=max_steps, use_cpu=True,
+                             dataloader_drop_last=drop_last, report_to="none", save_strategy="no",
+                             logging_steps=1000, disable_tqdm=True, ignore_data_skip=True, dataloader_num_workers=0)
+    model = _counting_model()
+    holder = {}
+    callback = ThroughputCallback(_Sink(), lambda: getattr(holder.get("trainer"), "timed_loader", None),
+                                  samples_per_step=batch * accumulation, warmup_steps=warmup, logging_steps=1000)
+    trainer = build_trainer_class(Trainer)(model=model, args=args, train_dataset=_rows(rows), callbacks=[callback])
+    holder["trainer"] = trainer
+    trainer.train()
+    return callback.result(batch * accumulation), model.rows_seen, trainer.state.global_step
+
+
+def test_gradient_accumulation_remainder_counts_the_batches_that_ran(tmp_path):
+    """The issue's case: 240 rows, batch 48, GA 2, 6 steps, no warmup: each epoch's last update gets one batch,
+    so 10 batches (480 rows) ran, not 6 x 96 = 576."""
+    result, seen, steps = _train_counted(tmp_path, rows=240, batch=48, accumulation=2, max_steps=6, warmup=0)
+    assert (steps, seen) == (6, [48] * 10)
+    assert (result.steps, result.samples) == (6, 480)
+
+
+def test_warmup_leaves_out_the_batches_of_its_steps_only(tmp_path):
+    """Warmup 2 of the same run: steps 1-2 carried 4 batches; the window's 4 steps carried the other 6."""
+    result, seen, _ = _train_counted(tmp_path, rows=240, batch=48, accumulation=2, max_steps=6, warmup=2)
+    assert sum(seen) == 480 and (result.steps, result.samples) == (4, 480 - 4 * 48)
+
+
+def test_a_smaller_last_batch_counts_its_own_rows_where_drop_last_is_off(tmp_path):
+    """240 rows in batches of 50 without drop_last: 50, 50, 50, 50 and a last batch of 40 per epoch."""
+    result, seen, _ = _train_counted(tmp_path, rows=240, batch=50, accumulation=1, max_steps=6, warmup=0,
+                                     drop_last=False)
+    assert seen == [50, 50, 50, 50, 40, 50]
+    assert (result.steps, result.samples) == (6, 290)
