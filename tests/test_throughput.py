@@ -22,6 +22,16 @@ def test_no_measured_step_gives_no_throughput_but_a_wait():
     assert combine_ranks(ranks) == {"dataloader_wait_fraction": 0.5, "dataloader_wait_fraction_all_steps": 0.5}
 
 
+def test_the_window_reports_its_rows_and_the_evaluations_and_saves_of_the_slowest_rank():
+    ranks = [RankThroughput(steps=4, samples=100, seconds=4.0, wait_seconds=0.0, total_seconds=6, total_wait_seconds=0,
+                            eval_seconds=0.5, save_seconds=0.25),
+             RankThroughput(steps=4, samples=92, seconds=5.0, wait_seconds=0.0, total_seconds=7, total_wait_seconds=0,
+                            eval_seconds=0.75, save_seconds=0.5)]
+    figures = combine_ranks(ranks)
+    assert figures["train_measured_samples"] == 192
+    assert (figures["train_window_eval_seconds"], figures["train_window_save_seconds"]) == (0.75, 0.5)
+
+
 @pytest.mark.parametrize("fraction,label", [(0.0, "no"), (0.049, "no"), (0.05, "moderate"), (0.199, "moderate"),
                                             (0.2, "high"), (0.9, "high")])
 def test_input_bound_bands(fraction, label):

@@ -2,7 +2,9 @@
 
 The same rule on every loader: the data-loader wait is the time the step loop blocks on the host side
 of the input pipeline (the CPU loader's worker queue, the nvJPEG loader's byte reader, the media
-pipeline's queue); device copies and on-device decode are the device's work, not the loader's. On a
+pipeline's queue); device copies and on-device decode are the device's work, not the loader's. The rows
+counted are those of the batches handed to the Trainer (what its steps run: a gradient-accumulation
+remainder and a smaller last batch included, a resume's skipped batches and a read-ahead left out). On a
 resume the first epoch starts after the batches the checkpoint already trained (Trainer's own skip is
 off: accelerate rebuilds the loader for it, which would drop the timing and any device decode).
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..telemetry.loader_wait import TimedLoader
+from ..telemetry.loader_wait import BatchCount, TimedLoader
 
 
 class ResumingLoader:
@@ -22,16 +24,17 @@ class ResumingLoader:
         self._loader, self._trainer = loader, trainer  # the trainer's state is replaced when it loads a checkpoint
         self._length = length if length is not None else len(loader)
         self._resume_checked = False
-        self.timed = self._time_host_side(loader)
+        self.delivered = BatchCount()
+        self.timed = self._time_host_side(loader, self.delivered)
 
     @staticmethod
-    def _time_host_side(loader: Any) -> TimedLoader:
+    def _time_host_side(loader: Any, delivered: BatchCount) -> TimedLoader:
         """Put the timer where the host waits: the shard's base loader, or the device loader's host reader."""
         if hasattr(loader, "host_loader"):
-            timed = TimedLoader(loader.host_loader)
+            timed = TimedLoader(loader.host_loader, delivered=delivered)
             loader.host_loader = timed
             return timed
-        timed = TimedLoader(loader.base_dataloader)
+        timed = TimedLoader(loader.base_dataloader, delivered=delivered)
         loader.base_dataloader = timed
         return timed
 
@@ -57,4 +60,5 @@ class ResumingLoader:
             skip = 0
         for index, batch in enumerate(self._loader):
             if index >= skip:
+                self.delivered.add(batch)
                 yield batch
