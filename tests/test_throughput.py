@@ -141,3 +141,22 @@ def test_a_smaller_last_batch_counts_its_own_rows_where_drop_last_is_off(tmp_pat
                                      drop_last=False)
     assert seen == [50, 50, 50, 50, 40, 50]
     assert (result.steps, result.samples) == (6, 290)
+
+
+def test_the_wait_includes_the_fetch_that_finds_the_epoch_over():
+    """The last `next()` of an epoch blocks too (a multi-process loader joins its workers before it raises
+    StopIteration): the step loop waits on it, so the wait counts it."""
+    import time
+
+    import torch
+
+    from bridgetower_mlflow.telemetry.loader_wait import TimedLoader
+
+    class EndsSlowly:
+        def __iter__(self):
+            yield {"input_ids": torch.zeros(2, 1)}
+            time.sleep(0.2)  # what shutting the workers down costs, at least
+
+    loader = TimedLoader(EndsSlowly(), 1)
+    assert len(list(loader)) == 1
+    assert loader.wait_seconds >= 0.2 and loader.delivered.samples == 2
