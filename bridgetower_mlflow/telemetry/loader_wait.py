@@ -63,7 +63,8 @@ class TimedLoader:
             started = time.perf_counter()
             try:
                 batch = next(iterator)
-            except StopIteration:
+            except StopIteration:  # the epoch's end blocks the loop too (workers are joined before it is raised)
+                self.wait_seconds += time.perf_counter() - started
                 return
             self.wait_seconds += time.perf_counter() - started
             self.batches += 1
