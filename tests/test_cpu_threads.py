@@ -38,18 +38,22 @@ from bridgetower_mlflow.accelerators.cpu import CpuAccelerator
 info = CpuAccelerator("cpu").detect(2, 2)
 print(json.dumps([info.software["torch_threads"], torch.get_num_threads()]))
 """
-# a launcher started without OMP_NUM_THREADS that sets one for its rank, as torchrun does
+# a launcher that sets OMP_NUM_THREADS for its rank, as torchrun does where the user set none (torchrun's 1
+# where that differs from the share the rank should take; torch caps the value at the host's cores)
 LAUNCHER = """
 import os, subprocess, sys
-env = dict(os.environ, OMP_NUM_THREADS="3", TORCHELASTIC_RUN_ID="truth", LOCAL_WORLD_SIZE="2")
+env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", sys.argv[2]),
+           TORCHELASTIC_RUN_ID="truth", LOCAL_WORLD_SIZE="2")
 sys.exit(subprocess.run([sys.executable, "-c", sys.argv[1]], env=env).returncode)
 """
+LAUNCHERS_OWN = "1" if CORES // 2 != 1 else "2"
+USERS_OWN = "2" if CORES // 2 != 2 else "1"
 
 
 def _rank_threads_through_a_launcher(extra_env: dict) -> list:
     env = {key: value for key, value in os.environ.items() if key != "OMP_NUM_THREADS"}
-    done = subprocess.run([sys.executable, "-c", LAUNCHER, RANK], env={**env, **extra_env}, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", LAUNCHER, RANK, LAUNCHERS_OWN], env={**env, **extra_env},
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -60,4 +64,4 @@ def test_a_rank_whose_launcher_set_the_threads_uses_its_share_and_says_so():
 
 
 def test_a_rank_keeps_the_threads_the_user_set_and_says_so():
-    assert _rank_threads_through_a_launcher({"OMP_NUM_THREADS": "3"}) == ["3", 3]
+    assert _rank_threads_through_a_launcher({"OMP_NUM_THREADS": USERS_OWN}) == [USERS_OWN, int(USERS_OWN)]
