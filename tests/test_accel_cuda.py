@@ -64,6 +64,18 @@ def test_cuda_takes_the_detected_label(monkeypatch, nvml_stub):
     assert nvml_stub.calls() == ["nvmlInitWithFlags", "nvmlSystemGetDriverVersion", "nvmlShutdown"]
 
 
+def test_a_mig_slice_is_detected_with_its_own_sm_count(monkeypatch, nvml_stub):
+    """CUDA names a MIG device after its GPU and profile and reports the slice's own SMs: the peak's share."""
+    import torch
+
+    name = "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
+    fake_cuda(monkeypatch, names=(name,), memory_gb=10)
+    slice_props = types.SimpleNamespace(**vars(torch.cuda.get_device_properties(0)), multi_processor_count=16)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: slice_props)
+    info = CudaAccelerator("h100").detect(1, 1)
+    assert (info.kind, info.device_name, info.extra_tags["cuda.sm_count"]) == ("h100", name, "16")
+
+
 def test_h100_on_a_detected_a100_names_both(monkeypatch):
     fake_cuda(monkeypatch, names=("NVIDIA A100-SXM4-80GB",), capability=(8, 0))
     with pytest.raises(AcceleratorUnavailable) as error:
