@@ -62,6 +62,7 @@ MODEL_URI_TAG = "model_uri"
 REGISTERED_MODEL_TAG = "registered_model"
 EXECUTION_MODE_TAG = "gaudi.execution_mode"  # what the HPU bridge reports after import: lazy or eager
 MFU_NOTE_TAG = "mfu.note"  # why there is no train_mfu
+SM_COUNT_TAG = "cuda.sm_count"  # streaming multiprocessors CUDA reports (a MIG slice's own): its share of the peak
 ENERGY_NOTE_TAG = "energy.note"  # why there is no train_energy_joules
 ADVICE_TAG = "advice"  # one derived line: what to change next
 
