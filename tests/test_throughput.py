@@ -100,32 +100,41 @@ def _rows(count: int):
 
 
 def _train_counted(tmp_path, rows: int, batch: int, accumulation: int, max_steps: int, warmup: int,
-                   drop_last: bool = True):
-    """(the callback's result, rows each training forward received in order, optimizer steps taken)."""
-    from transformers import Trainer, TrainingArguments
+                   drop_last: bool = True, stop_at: int = 0, resume: bool = False):
+    """(the callback's result, rows each training forward received in order, batches each optimizer step ran)."""
+    from transformers import Trainer, TrainerCallback, TrainingArguments
 
     from bridgetower_mlflow.telemetry.throughput import ThroughputCallback
     from bridgetower_mlflow.train.trainer import build_trainer_class
 
     args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=batch,
                              gradient_accumulation_steps=accumulation, max_steps=max_steps, use_cpu=True,
-                             dataloader_drop_last=drop_last, report_to="none", save_strategy="no",
-                             logging_steps=1000, disable_tqdm=True, ignore_data_skip=True, dataloader_num_workers=0)
-    model = _counting_model()
+                             dataloader_drop_last=drop_last, report_to="none", save_strategy="steps",
+                             save_steps=stop_at or 1000, logging_steps=1000, disable_tqdm=True, ignore_data_skip=True,
+                             dataloader_num_workers=0)
+    model, per_step = _counting_model(), []
+
+    class Steps(TrainerCallback):  # the batches each optimizer step ran, from the model's own count
+        def on_step_end(self, args, state, control, **kwargs):
+            per_step.append(len(model.rows_seen) - sum(per_step))
+            if state.global_step == stop_at:
+                control.should_training_stop = True
+
     holder = {}
     callback = ThroughputCallback(_Sink(), lambda: getattr(holder.get("trainer"), "timed_loader", None),
                                   samples_per_step=batch * accumulation, warmup_steps=warmup, logging_steps=1000)
-    trainer = build_trainer_class(Trainer)(model=model, args=args, train_dataset=_rows(rows), callbacks=[callback])
+    trainer = build_trainer_class(Trainer)(model=model, args=args, train_dataset=_rows(rows),
+                                           callbacks=[callback, Steps()])
     holder["trainer"] = trainer
-    trainer.train()
-    return callback.result(batch * accumulation), model.rows_seen, trainer.state.global_step
+    trainer.train(resume_from_checkpoint=True if resume else None)
+    return callback.result(batch * accumulation), model.rows_seen, per_step
 
 
 def test_gradient_accumulation_remainder_counts_the_batches_that_ran(tmp_path):
     """The issue's case: 240 rows, batch 48, GA 2, 6 steps, no warmup: each epoch's last update gets one batch,
     so 10 batches (480 rows) ran, not 6 x 96 = 576."""
     result, seen, steps = _train_counted(tmp_path, rows=240, batch=48, accumulation=2, max_steps=6, warmup=0)
-    assert (steps, seen) == (6, [48] * 10)
+    assert (steps, seen) == ([2, 2, 1, 2, 2, 1], [48] * 10)
     assert (result.steps, result.samples) == (6, 480)
 
 
@@ -141,6 +150,22 @@ def test_a_smaller_last_batch_counts_its_own_rows_where_drop_last_is_off(tmp_pat
                                      drop_last=False)
     assert seen == [50, 50, 50, 50, 40, 50]
     assert (result.steps, result.samples) == (6, 290)
+
+
+@pytest.mark.xfail(condition=int(__import__("transformers").__version__.split(".")[0]) >= 5, strict=True,
+                   reason="transformers 5.x sizes every epoch before it loads the checkpoint's step: "
+                          "train/trainer.py must pass the loader's length to _run_epoch (see the truth report)")
+def test_a_resume_runs_each_step_with_the_batches_the_uninterrupted_run_had(tmp_path):
+    """5 batches an epoch in steps of 2 (2, 2, 1): stopped at step 4 and resumed, the run goes on 2, 1, 2, 2. The
+    loader skips the trained batches itself and says how many the resumed epoch has left, so the Trainer ends
+    that epoch's update on its last batch instead of carrying it into the next epoch's first step."""
+    _, _, whole = _train_counted(tmp_path / "whole", rows=240, batch=48, accumulation=2, max_steps=8, warmup=0)
+    _, _, first = _train_counted(tmp_path / "cut", rows=240, batch=48, accumulation=2, max_steps=8, warmup=0,
+                                 stop_at=4)
+    result, _, rest = _train_counted(tmp_path / "cut", rows=240, batch=48, accumulation=2, max_steps=8, warmup=0,
+                                     resume=True)
+    assert (whole, first) == ([2, 2, 1] * 2 + [2, 2], [2, 2, 1, 2])
+    assert rest == whole[4:] and result.samples == 48 * sum(rest)
 
 
 def test_the_wait_includes_the_fetch_that_finds_the_epoch_over():
