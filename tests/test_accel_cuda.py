@@ -531,8 +531,9 @@ def test_a_resumed_device_loader_skips_what_the_checkpoint_trained(monkeypatch, 
     trainer = types.SimpleNamespace(state=types.SimpleNamespace(global_step=8),  # 6 steps an epoch: 2 done
                                     args=types.SimpleNamespace(gradient_accumulation_steps=1))
     resumed = ResumingLoader(_batches(dataset), trainer, 6)
-    assert resumed.dataset is not None and len(resumed) == 6  # what Trainer.num_examples and the loop read
+    assert resumed.dataset is not None and len(resumed) == 4  # the resumed epoch's batches: what the loop reads
     assert [b["input_ids"][:, 0].tolist() for b in resumed] == whole[2:]
+    assert len(resumed) == 6  # every later epoch whole
     assert [b["input_ids"][:, 0].tolist() for b in resumed] == whole  # the next epoch is whole again
 
 

@@ -39,16 +39,23 @@ class ResumingLoader:
         return timed
 
     def __len__(self) -> int:
-        return self._length
+        """Batches the next pass yields: a resumed epoch's are what its checkpoint left. The Trainer sizes each
+        epoch from this once its checkpoint's step is loaded (transformers 4.x, GaudiTrainer), and ends the
+        epoch's last gradient-accumulation update on that epoch's last batch."""
+        return self._length - self._pending_skip()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
 
     def batches_to_skip(self) -> int:
         """On the first epoch of a resumed run: the batches of that epoch the checkpoint already trained."""
+        skip = self._pending_skip()
+        self._resume_checked = True
+        return skip
+
+    def _pending_skip(self) -> int:
         if self._resume_checked:
             return 0
-        self._resume_checked = True
         accumulation = max(1, int(self._trainer.args.gradient_accumulation_steps))
         steps_per_epoch = max(-(-self._length // accumulation), 1)  # ceil, as both Trainers count an epoch
         return (int(self._trainer.state.global_step) % steps_per_epoch) * accumulation
