@@ -100,7 +100,7 @@ def _rows(count: int):
 
 
 def _train_counted(tmp_path, rows: int, batch: int, accumulation: int, max_steps: int, warmup: int,
-                   drop_last: bool = True, stop_at: int = 0, resume: bool = False):
+                   drop_last: bool = True, stop_at: int = 0, resume: bool = False, workers: int = 0, kept=None):
     """(the callback's result, rows each training forward received in order, batches each optimizer step ran)."""
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
@@ -111,7 +111,7 @@ def _train_counted(tmp_path, rows: int, batch: int, accumulation: int, max_steps
                              gradient_accumulation_steps=accumulation, max_steps=max_steps, use_cpu=True,
                              dataloader_drop_last=drop_last, report_to="none", save_strategy="steps",
                              save_steps=stop_at or 1000, logging_steps=1000, disable_tqdm=True, ignore_data_skip=True,
-                             dataloader_num_workers=0)
+                             dataloader_num_workers=workers)
     model, per_step = _counting_model(), []
 
     class Steps(TrainerCallback):  # the batches each optimizer step ran, from the model's own count
@@ -123,6 +123,8 @@ def _train_counted(tmp_path, rows: int, batch: int, accumulation: int, max_steps
     holder = {}
     callback = ThroughputCallback(_Sink(), lambda: getattr(holder.get("trainer"), "timed_loader", None),
                                   samples_per_step=batch * accumulation, warmup_steps=warmup, logging_steps=1000)
+    if kept is not None:
+        kept.append(callback)
     trainer = build_trainer_class(Trainer)(model=model, args=args, train_dataset=_rows(rows),
                                            callbacks=[callback, Steps()])
     holder["trainer"] = trainer
@@ -166,6 +168,28 @@ def test_a_resume_runs_each_step_with_the_batches_the_uninterrupted_run_had(tmp_
                                      resume=True)
     assert (whole, first) == ([2, 2, 1] * 2 + [2, 2], [2, 2, 1, 2])
     assert rest == whole[4:] and result.samples == 48 * sum(rest)
+
+
+def test_the_window_ends_after_the_train_loader_let_its_workers_go(tmp_path, monkeypatch):
+    """Stopped mid-epoch, the train loader still holds its workers when training ends: transformers 5.x lets them
+    go when its epoch function returns, 4.x and GaudiTrainer only after on_train_end. The window closes after they
+    are gone on every stack (one rule), so its seconds do not depend on which Trainer ran."""
+    import time
+
+    import torch.utils.data.dataloader as dataloader
+
+    released = []
+    shutdown = dataloader._MultiProcessingDataLoaderIter._shutdown_workers
+
+    def recorded(self):
+        if not getattr(self, "_shutdown", True):
+            released.append(time.perf_counter())
+        shutdown(self)
+
+    monkeypatch.setattr(dataloader._MultiProcessingDataLoaderIter, "_shutdown_workers", recorded)
+    kept = []
+    _train_counted(tmp_path, rows=240, batch=8, accumulation=1, max_steps=3, warmup=0, workers=1, kept=kept)
+    assert len(released) == 1 and released[0] <= kept[0].t_end
 
 
 def test_the_wait_includes_the_fetch_that_finds_the_epoch_over():
