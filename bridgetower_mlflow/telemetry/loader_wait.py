@@ -50,6 +50,7 @@ class TimedLoader:
         self.delivered = delivered if delivered is not None else BatchCount()
         self.wait_seconds = 0.0
         self.batches = 0
+        self._pass = None  # the pass in progress: `close` ends it
 
     def __len__(self):
         return self._length if self._length is not None else len(self._loader)
@@ -57,7 +58,17 @@ class TimedLoader:
     def __getattr__(self, name):
         return getattr(self._loader, name)
 
+    def close(self) -> None:
+        """End the pass in progress (a run stopped mid-epoch): the loader lets its workers go now."""
+        if self._pass is not None:
+            self._pass.close()
+            self._pass = None
+
     def __iter__(self):
+        self._pass = self._batches()
+        return self._pass
+
+    def _batches(self):
         iterator = iter(self._loader)
         while True:
             started = time.perf_counter()

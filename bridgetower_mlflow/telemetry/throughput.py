@@ -152,6 +152,9 @@ class ThroughputCallback(TrainerCallback):
         self._mark = now
 
     def on_train_end(self, args, state, control, **kwargs):
+        loader = self.loader_ref()
+        if loader is not None:  # workers still held mid-epoch go inside the window, as on every Trainer
+            loader.close()
         self.t_end = time.perf_counter()
         self.final_step = state.global_step
         self.samples_end = self._rows(state.global_step)
