@@ -186,6 +186,8 @@ def _observed(config: Config, folder: Path, records: list, watcher: TreeWatcher,
     metrics, tags = run.data.metrics, run.data.tags
     flops = observed_flops_per_sample(records[0]["first_batch"], "tiny", SEQ_LEN)
     observed = observed_figures(records, config.warmup, flops)
+    if tags.get("accelerator") != "cpu":  # the CPU adapter's tag: other adapters do not set torch's threads
+        observed.pop("torch threads")
     reported = reported_figures(metrics, tags)
     series = [(m.timestamp, m.value) for m in client.get_metric_history(run.info.run_id,
                                                                         "system/dataloader_workers_cpu_percentage")]
@@ -195,6 +197,7 @@ def _observed(config: Config, folder: Path, records: list, watcher: TreeWatcher,
     mfu_reported, mfu_observed = _mfu_figures(metrics, observed, len(records))
     reported.update(mfu_reported)
     observed.update(mfu_observed)
+    checks = compare(reported, observed)
     if cpu is not None:
-        reported["loader-worker CPU %"], observed["loader-worker CPU %"] = cpu
-    return Observed(config, metrics, tags, records, compare(reported, observed), output)
+        checks.append(Check("loader-worker CPU %", cpu[0], cpu[1], allowed=cpu[2]))
+    return Observed(config, metrics, tags, records, checks, output)
