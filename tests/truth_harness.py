@@ -106,6 +106,7 @@ def _env(config: Config, folder: Path, records: Path) -> dict[str, str]:
     paths = [str(OBSERVER_PATH)]
     if config.gaudi:
         paths.append(str(TESTS / "fakes" / "habana_bridge"))
+    paths += filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))  # a product checkout to run instead
     env = {key: value for key, value in os.environ.items() if key != "OMP_NUM_THREADS"}
     return {**env, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONPATH": os.pathsep.join(paths),
             "BRIDGETOWER_TRUTH_DIR": str(records), "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL": "0.5",
