@@ -62,6 +62,7 @@ MODEL_URI_TAG = "model_uri"
 REGISTERED_MODEL_TAG = "registered_model"
 EXECUTION_MODE_TAG = "gaudi.execution_mode"  # what the HPU bridge reports after import: lazy or eager
 MFU_NOTE_TAG = "mfu.note"  # why there is no train_mfu
+SM_COUNT_TAG = "cuda.sm_count"  # streaming multiprocessors CUDA reports (a MIG slice's own): its share of the peak
 ENERGY_NOTE_TAG = "energy.note"  # why there is no train_energy_joules
 ADVICE_TAG = "advice"  # one derived line: what to change next
 
@@ -101,6 +102,10 @@ THROUGHPUT_METRIC = "train_samples_per_second"
 THROUGHPUT_PER_DEVICE_METRIC = "train_samples_per_second_per_device"
 STEADY_SECONDS_METRIC = "train_steady_state_seconds"
 MEASURED_STEPS_METRIC = "train_measured_steps"
+# truth (issue 30): the window's rows as the Trainer ran them, and what inside the window was not training
+MEASURED_SAMPLES_METRIC = "train_measured_samples"  # rows of the batches the window's steps ran, all ranks
+WINDOW_EVAL_SECONDS_METRIC = "train_window_eval_seconds"  # evaluations run inside the window (eval_steps)
+WINDOW_SAVE_SECONDS_METRIC = "train_window_save_seconds"  # checkpoint saves inside the window (save_steps)
 RUNTIME_METRIC = "train_runtime"
 TRAIN_LOSS_METRIC = "train_loss"
 WAIT_METRIC = "dataloader_wait_fraction"

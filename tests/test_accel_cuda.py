@@ -64,6 +64,18 @@ def test_cuda_takes_the_detected_label(monkeypatch, nvml_stub):
     assert nvml_stub.calls() == ["nvmlInitWithFlags", "nvmlSystemGetDriverVersion", "nvmlShutdown"]
 
 
+def test_a_mig_slice_is_detected_with_its_own_sm_count(monkeypatch, nvml_stub):
+    """CUDA names a MIG device after its GPU and profile and reports the slice's own SMs: the peak's share."""
+    import torch
+
+    name = "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
+    fake_cuda(monkeypatch, names=(name,), memory_gb=10)
+    slice_props = types.SimpleNamespace(**vars(torch.cuda.get_device_properties(0)), multi_processor_count=16)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i=0: slice_props)
+    info = CudaAccelerator("h100").detect(1, 1)
+    assert (info.kind, info.device_name, info.extra_tags["cuda.sm_count"]) == ("h100", name, "16")
+
+
 def test_h100_on_a_detected_a100_names_both(monkeypatch):
     fake_cuda(monkeypatch, names=("NVIDIA A100-SXM4-80GB",), capability=(8, 0))
     with pytest.raises(AcceleratorUnavailable) as error:
@@ -413,6 +425,61 @@ def test_decode_waits_for_the_work_queued_on_the_current_stream(monkeypatch, tmp
     assert all(calls[i - 1] == ("synchronize",) for i, call in enumerate(calls) if call[0] == "decode")
 
 
+def _recording_streams(monkeypatch, calls):
+    """torch.cuda's stream API as it behaves, recording its calls: Stream(device) a new stream, stream(s) a context
+    in which s is the current stream, current_stream(device) the current one (the compute stream outside any
+    context), Stream.wait_stream(other) / synchronize(), Tensor.record_stream(stream); and torchvision's CUDA
+    decode, recording the stream current when it is called."""
+    import contextlib
+
+    class Stream:
+        def __init__(self, device=None, priority=0, name="side"):
+            self.name = name
+
+        def wait_stream(self, other):
+            calls.append(("wait_stream", self.name, other.name))
+
+        def synchronize(self):
+            calls.append(("synchronize", self.name))
+
+    current = [Stream(name="compute")]
+
+    @contextlib.contextmanager
+    def stream(chosen):
+        previous, current[0] = current[0], chosen
+        try:
+            yield
+        finally:
+            current[0] = previous
+
+    def decode_jpeg(data, mode=None, device="cpu"):
+        calls.append(("decode", current[0].name))
+        return _pil_decode(data, device)
+
+    io_module = types.ModuleType("torchvision.io")
+    io_module.decode_jpeg, io_module.ImageReadMode = decode_jpeg, types.SimpleNamespace(RGB="RGB")
+    monkeypatch.setitem(sys.modules, "torchvision", types.ModuleType("torchvision"))
+    monkeypatch.setitem(sys.modules, "torchvision.io", io_module)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "stream", stream)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: current[0])
+    monkeypatch.setattr(torch.Tensor, "record_stream", lambda tensor, used_on: calls.append(
+        ("record_stream", used_on.name)), raising=False)
+
+
+def test_decode_runs_on_a_side_stream_the_compute_stream_waits_for(monkeypatch, tmp_path):
+    """The next batch decodes beside the step: on its own stream (torchvision's hazard drained there, never on the
+    compute stream), the compute stream waits for it on the device, and its tensors are marked as used there."""
+    calls, dataset = [], make_jpeg_dataset(tmp_path)
+    _recording_streams(monkeypatch, calls)
+    batches = list(_batches(dataset))
+    assert len(batches) == 2 and ("synchronize", "compute") not in calls
+    per_batch = [("synchronize", "side"), ("decode", "side"), ("wait_stream", "compute", "side"),
+                 ("record_stream", "compute"), ("record_stream", "compute"), ("record_stream", "compute")]
+    assert calls == per_batch * 2
+
+
 def test_images_nvjpeg_cannot_take_are_decoded_on_the_cpu_and_counted(monkeypatch, tmp_path):
     from PIL import Image
 
@@ -464,8 +531,9 @@ def test_a_resumed_device_loader_skips_what_the_checkpoint_trained(monkeypatch, 
     trainer = types.SimpleNamespace(state=types.SimpleNamespace(global_step=8),  # 6 steps an epoch: 2 done
                                     args=types.SimpleNamespace(gradient_accumulation_steps=1))
     resumed = ResumingLoader(_batches(dataset), trainer, 6)
-    assert resumed.dataset is not None and len(resumed) == 6  # what Trainer.num_examples and the loop read
+    assert resumed.dataset is not None and len(resumed) == 4  # the resumed epoch's batches: what the loop reads
     assert [b["input_ids"][:, 0].tolist() for b in resumed] == whole[2:]
+    assert len(resumed) == 6  # every later epoch whole
     assert [b["input_ids"][:, 0].tolist() for b in resumed] == whole  # the next epoch is whole again
 
 

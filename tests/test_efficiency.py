@@ -71,6 +71,46 @@ def test_every_peak_has_a_source():
         assert peak.flops > 1e14 and peak.source
 
 
+@pytest.mark.parametrize("kind, name, bf16", [
+    ("h100", "NVIDIA H100 80GB HBM3", 989.5e12), ("h100", "NVIDIA H100 PCIe", 756.5e12),
+    ("h100", "NVIDIA H100 NVL", 835.5e12), ("h200", "NVIDIA H200", 989.5e12), ("h200", "NVIDIA H200 NVL", 835.5e12),
+    ("a100", "NVIDIA A100-SXM4-80GB", 312e12), ("a100", "NVIDIA A100-PCIE-40GB", 312e12),
+    ("a100", "NVIDIA A100 80GB PCIe", 312e12),
+])
+def test_each_variant_has_its_own_peak(kind, name, bf16):
+    peak, note = dense_peak(kind, name, "bf16")
+    assert (peak.flops, note) == (bf16, "")
+
+
+def test_h100_nvl_mfu_is_against_its_own_peak_not_the_sxm_one(monkeypatch):
+    monkeypatch.setattr("bridgetower_mlflow.telemetry.flops.flops_per_sample", lambda *a: 1.5e12)
+    found, tags = flops_metrics(_prepared("h100", "NVIDIA H100 NVL"), {"train_samples_per_second": 600.0}, 8, 128)
+    assert found["train_mfu"] == pytest.approx(112.5e12 / 835.5e12) and tags == {}
+
+
+@pytest.mark.parametrize("kind, name", [("h100", "NVIDIA H100 CNX"), ("a100", "NVIDIA A100X"),
+                                        ("h200", "NVIDIA H200 NVL2")])
+def test_an_unknown_variant_gets_no_peak_and_says_why(kind, name):
+    peak, note = dense_peak(kind, name, "bf16")
+    assert peak is None and name in note and "variant" in note
+
+
+def test_a_mig_slice_gets_the_peak_of_its_share_of_the_sms():
+    peak, note = dense_peak("h100", "NVIDIA H100 80GB HBM3 MIG 1g.10gb", "bf16", sm_count=16)
+    assert peak.flops == pytest.approx(989.5e12 * 16 / 132) and note == "" and "16 of 132 SMs" in peak.source
+    a100, _ = dense_peak("a100", "NVIDIA A100-SXM4-40GB MIG 3g.20gb", "tf32", sm_count=42)
+    assert a100.flops == pytest.approx(156e12 * 42 / 108)
+
+
+def test_a_mig_slice_of_unknown_size_gets_no_mfu_and_a_note(monkeypatch):
+    peak, note = dense_peak("h100", "NVIDIA H100 80GB HBM3 MIG 1g.10gb", "bf16")
+    assert peak is None and "MIG" in note and "1g.10gb" in note
+    monkeypatch.setattr("bridgetower_mlflow.telemetry.flops.flops_per_sample", lambda *a: 1.5e12)
+    found, tags = flops_metrics(_prepared("h100", "NVIDIA H100 80GB HBM3 MIG 1g.10gb"),
+                                {"train_samples_per_second": 600.0}, 1, 128)
+    assert "train_mfu" not in found and "MIG" in tags["mfu.note"]
+
+
 class Counter:
     def __init__(self, *readings):
         self.readings = list(readings)

@@ -22,6 +22,16 @@ def test_no_measured_step_gives_no_throughput_but_a_wait():
     assert combine_ranks(ranks) == {"dataloader_wait_fraction": 0.5, "dataloader_wait_fraction_all_steps": 0.5}
 
 
+def test_the_window_reports_its_rows_and_the_evaluations_and_saves_of_the_slowest_rank():
+    ranks = [RankThroughput(steps=4, samples=100, seconds=4.0, wait_seconds=0.0, total_seconds=6, total_wait_seconds=0,
+                            eval_seconds=0.5, save_seconds=0.25),
+             RankThroughput(steps=4, samples=92, seconds=5.0, wait_seconds=0.0, total_seconds=7, total_wait_seconds=0,
+                            eval_seconds=0.75, save_seconds=0.5)]
+    figures = combine_ranks(ranks)
+    assert figures["train_measured_samples"] == 192
+    assert (figures["train_window_eval_seconds"], figures["train_window_save_seconds"]) == (0.75, 0.5)
+
+
 @pytest.mark.parametrize("fraction,label", [(0.0, "no"), (0.049, "no"), (0.05, "moderate"), (0.199, "moderate"),
                                             (0.2, "high"), (0.9, "high")])
 def test_input_bound_bands(fraction, label):
@@ -58,3 +68,144 @@ def test_every_step_past_the_warmup_is_measured_warmup_zero_included(warmup, sta
     result = _drive(warmup, steps=10, start=start)
     assert (result.steps, result.samples) == (10 - warmup, (10 - warmup) * 8)
     assert result.seconds > 0 and combine_ranks([result])["train_samples_per_second"] > 0
+
+
+# --- samples counted as executed, against a real Trainer -----------------------------------------------------------
+# A model the Trainer trains in milliseconds, counting the rows each training forward receives: the truth the
+# throughput callback's sample count is held to (the Trainer's state and the batch size are not consulted).
+
+
+def _counting_model():
+    import torch
+
+    class CountingModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+            self.rows_seen: list[int] = []
+
+        def forward(self, input_ids, pixel_values, attention_mask=None, return_loss=True):
+            if self.training:
+                self.rows_seen.append(int(input_ids.shape[0]))
+            return {"loss": self.layer(pixel_values.flatten(1)[:, :4]).pow(2).mean()}
+
+    return CountingModel()
+
+
+def _rows(count: int):
+    import torch
+
+    return [{"input_ids": torch.ones(3, dtype=torch.long), "attention_mask": torch.ones(3, dtype=torch.long),
+             "pixel_values": torch.rand(3, 2, 2)} for _ in range(count)]
+
+
+def _train_counted(tmp_path, rows: int, batch: int, accumulation: int, max_steps: int, warmup: int,
+                   drop_last: bool = True, stop_at: int = 0, resume: bool = False, workers: int = 0, kept=None):
+    """(the callback's result, rows each training forward received in order, batches each optimizer step ran)."""
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    from bridgetower_mlflow.telemetry.throughput import ThroughputCallback
+    from bridgetower_mlflow.train.trainer import build_trainer_class
+
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=batch,
+                             gradient_accumulation_steps=accumulation, max_steps=max_steps, use_cpu=True,
+                             dataloader_drop_last=drop_last, report_to="none", save_strategy="steps",
+                             save_steps=stop_at or 1000, logging_steps=1000, disable_tqdm=True, ignore_data_skip=True,
+                             dataloader_num_workers=workers)
+    model, per_step = _counting_model(), []
+
+    class Steps(TrainerCallback):  # the batches each optimizer step ran, from the model's own count
+        def on_step_end(self, args, state, control, **kwargs):
+            per_step.append(len(model.rows_seen) - sum(per_step))
+            if state.global_step == stop_at:
+                control.should_training_stop = True
+
+    holder = {}
+    callback = ThroughputCallback(_Sink(), lambda: getattr(holder.get("trainer"), "timed_loader", None),
+                                  samples_per_step=batch * accumulation, warmup_steps=warmup, logging_steps=1000)
+    if kept is not None:
+        kept.append(callback)
+    trainer = build_trainer_class(Trainer)(model=model, args=args, train_dataset=_rows(rows),
+                                           callbacks=[callback, Steps()])
+    holder["trainer"] = trainer
+    trainer.train(resume_from_checkpoint=True if resume else None)
+    return callback.result(batch * accumulation), model.rows_seen, per_step
+
+
+def test_gradient_accumulation_remainder_counts_the_batches_that_ran(tmp_path):
+    """The issue's case: 240 rows, batch 48, GA 2, 6 steps, no warmup: each epoch's last update gets one batch,
+    so 10 batches (480 rows) ran, not 6 x 96 = 576."""
+    result, seen, steps = _train_counted(tmp_path, rows=240, batch=48, accumulation=2, max_steps=6, warmup=0)
+    assert (steps, seen) == ([2, 2, 1, 2, 2, 1], [48] * 10)
+    assert (result.steps, result.samples) == (6, 480)
+
+
+def test_warmup_leaves_out_the_batches_of_its_steps_only(tmp_path):
+    """Warmup 2 of the same run: steps 1-2 carried 4 batches; the window's 4 steps carried the other 6."""
+    result, seen, _ = _train_counted(tmp_path, rows=240, batch=48, accumulation=2, max_steps=6, warmup=2)
+    assert sum(seen) == 480 and (result.steps, result.samples) == (4, 480 - 4 * 48)
+
+
+def test_a_smaller_last_batch_counts_its_own_rows_where_drop_last_is_off(tmp_path):
+    """240 rows in batches of 50 without drop_last: 50, 50, 50, 50 and a last batch of 40 per epoch."""
+    result, seen, _ = _train_counted(tmp_path, rows=240, batch=50, accumulation=1, max_steps=6, warmup=0,
+                                     drop_last=False)
+    assert seen == [50, 50, 50, 50, 40, 50]
+    assert (result.steps, result.samples) == (6, 290)
+
+
+@pytest.mark.xfail(condition=int(__import__("transformers").__version__.split(".")[0]) >= 5, strict=True,
+                   reason="transformers 5.x sizes every epoch before it loads the checkpoint's step: "
+                          "train/trainer.py must pass the loader's length to _run_epoch (see the truth report)")
+def test_a_resume_runs_each_step_with_the_batches_the_uninterrupted_run_had(tmp_path):
+    """5 batches an epoch in steps of 2 (2, 2, 1): stopped at step 4 and resumed, the run goes on 2, 1, 2, 2. The
+    loader skips the trained batches itself and says how many the resumed epoch has left, so the Trainer ends
+    that epoch's update on its last batch instead of carrying it into the next epoch's first step."""
+    _, _, whole = _train_counted(tmp_path / "whole", rows=240, batch=48, accumulation=2, max_steps=8, warmup=0)
+    _, _, first = _train_counted(tmp_path / "cut", rows=240, batch=48, accumulation=2, max_steps=8, warmup=0,
+                                 stop_at=4)
+    result, _, rest = _train_counted(tmp_path / "cut", rows=240, batch=48, accumulation=2, max_steps=8, warmup=0,
+                                     resume=True)
+    assert (whole, first) == ([2, 2, 1] * 2 + [2, 2], [2, 2, 1, 2])
+    assert rest == whole[4:] and result.samples == 48 * sum(rest)
+
+
+def test_the_window_ends_after_the_train_loader_let_its_workers_go(tmp_path, monkeypatch):
+    """Stopped mid-epoch, the train loader still holds its workers when training ends: transformers 5.x lets them
+    go when its epoch function returns, 4.x and GaudiTrainer only after on_train_end. The window closes after they
+    are gone on every stack (one rule), so its seconds do not depend on which Trainer ran."""
+    import time
+
+    import torch.utils.data.dataloader as dataloader
+
+    released = []
+    shutdown = dataloader._MultiProcessingDataLoaderIter._shutdown_workers
+
+    def recorded(self):
+        if not getattr(self, "_shutdown", True):
+            released.append(time.perf_counter())
+        shutdown(self)
+
+    monkeypatch.setattr(dataloader._MultiProcessingDataLoaderIter, "_shutdown_workers", recorded)
+    kept = []
+    _train_counted(tmp_path, rows=240, batch=8, accumulation=1, max_steps=3, warmup=0, workers=1, kept=kept)
+    assert len(released) == 1 and released[0] <= kept[0].t_end
+
+
+def test_the_wait_includes_the_fetch_that_finds_the_epoch_over():
+    """The last `next()` of an epoch blocks too (a multi-process loader joins its workers before it raises
+    StopIteration): the step loop waits on it, so the wait counts it."""
+    import time
+
+    import torch
+
+    from bridgetower_mlflow.telemetry.loader_wait import TimedLoader
+
+    class EndsSlowly:
+        def __iter__(self):
+            yield {"input_ids": torch.zeros(2, 1)}
+            time.sleep(0.2)  # what shutting the workers down costs, at least
+
+    loader = TimedLoader(EndsSlowly(), 1)
+    assert len(list(loader)) == 1
+    assert loader.wait_seconds >= 0.2 and loader.delivered.samples == 2

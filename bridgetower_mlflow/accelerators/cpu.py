@@ -1,22 +1,58 @@
-"""CPU: plain transformers Trainer, gloo for multi-process runs."""
+"""CPU: plain transformers Trainer, gloo for multi-process runs; the host's cores shared out between its ranks."""
 
 from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
 
 from ..errors import ConfigError
 from ..host import cpu_model_name
 from .base import Accelerator, DeviceInfo, DeviceSampler, RecipeSettings, TrainingRecipe
 from .hf_args import merged_kwargs
 
+THREADS_ENV = "OMP_NUM_THREADS"
+
+
+def _parent_environment() -> dict[str, str] | None:
+    """The environment this process's parent was started with (None where /proc cannot tell)."""
+    try:
+        with open(f"/proc/{os.getppid()}/environ", "rb") as handle:
+            entries = handle.read().split(b"\0")
+    except OSError:
+        return None
+    return dict(entry.decode(errors="replace").split("=", 1) for entry in entries if b"=" in entry)
+
+
+def rank_threads(local_ranks: int, cores: int | None = None, env: Mapping[str, str] | None = None,
+                 parent_env: Callable[[], Mapping[str, str] | None] = _parent_environment) -> int | None:
+    """Torch threads for each of `local_ranks` CPU ranks on this host: its cores shared out, unless the user set
+    OMP_NUM_THREADS (None: keep what torch has). torchrun sets OMP_NUM_THREADS=1 in its ranks when it is unset;
+    a torchrun rank tells that from the user's by the environment torchrun itself was started with."""
+    env = os.environ if env is None else env
+    if local_ranks <= 1:
+        return None
+    if THREADS_ENV in env:
+        parent = parent_env() if "TORCHELASTIC_RUN_ID" in env else None
+        if parent is None or THREADS_ENV in parent:
+            return None
+    cores = cores if cores is not None else len(os.sched_getaffinity(0))
+    return max(1, cores // local_ranks)
+
 
 class CpuAccelerator(Accelerator):
     def detect(self, devices_here: int, world_size: int, launcher: bool = False) -> DeviceInfo:
+        """Also gives a rank its share of the cores (a launcher reports the share its ranks will take)."""
         import psutil
         import torch
 
+        threads = rank_threads(devices_here)
+        if threads and not launcher:
+            torch.set_num_threads(threads)
         return DeviceInfo(
             kind="cpu", device_name=cpu_model_name(), count=world_size,
             memory_gb=round(psutil.virtual_memory().total / 2**30, 1), driver=None,
-            software={"torch": torch.__version__, "torch_threads": str(torch.get_num_threads())},
+            software={"torch": torch.__version__,
+                      "torch_threads": str(threads if threads and launcher else torch.get_num_threads())},
         )
 
     def recipe(self, device: DeviceInfo, settings: RecipeSettings) -> TrainingRecipe:

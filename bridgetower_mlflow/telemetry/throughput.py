@@ -15,6 +15,7 @@ from transformers import TrainerCallback
 
 from ..contract import (
     LOGGED_TRAINER_KEYS,
+    MEASURED_SAMPLES_METRIC,
     MEASURED_STEPS_METRIC,
     STEADY_SECONDS_METRIC,
     STEP_THROUGHPUT_METRIC,
@@ -23,6 +24,8 @@ from ..contract import (
     THROUGHPUT_PER_DEVICE_METRIC,
     WAIT_ALL_STEPS_METRIC,
     WAIT_METRIC,
+    WINDOW_EVAL_SECONDS_METRIC,
+    WINDOW_SAVE_SECONDS_METRIC,
 )
 
 if TYPE_CHECKING:
@@ -36,43 +39,61 @@ class RankThroughput:
     """One rank's measured window: after the first `warmup_steps` steps until training ended."""
 
     steps: int
-    samples: int
+    samples: int  # rows of the batches its steps ran (a GA remainder and a smaller last batch as they ran)
     seconds: float
     wait_seconds: float
     total_seconds: float
     total_wait_seconds: float
+    eval_seconds: float = 0.0  # evaluations inside the window
+    save_seconds: float = 0.0  # checkpoint saves inside the window
 
 
 class ThroughputCallback(TrainerCallback):
-    """Records step times, logs `step_samples_per_second` and `loss` at each logging step."""
+    """Records step times and the rows the steps ran; logs `step_samples_per_second` and `loss` at each logging step.
+
+    Rows are counted by the train loader as it hands batches to the step loop (`delivered`); a callback driven
+    without a loader (unit tests) counts `samples_per_step` a step. The window is wall time from the end of
+    the last warmup step to the end of training: evaluations and checkpoint saves inside it are timed too.
+    """
 
     def __init__(self, sink, timed_loader_ref, samples_per_step: int, warmup_steps: int,
                  logging_steps: int):
         self.sink = sink
         self.loader_ref = timed_loader_ref  # callable -> TimedLoader (created lazily by the trainer)
-        self.samples_per_step = samples_per_step
+        self.samples_per_step = samples_per_step  # nominal, all ranks: batch x world x accumulation
         self.warmup_steps = warmup_steps
         self.logging_steps = logging_steps
         self.start_step = 0
+        self.world = 1
         self.t_begin = self.t_warm = self.t_end = None
         self.wait_warm = 0.0
+        self.samples_warm = self.samples_end = 0
+        self.eval_seconds = self.save_seconds = 0.0
         self.window: EnergyWindow | None = None  # read at the same instants as the clock
-        self._last = None  # (time, step, wait) at the previous logging step
+        self._last = None  # (time, step, wait, rows) at the previous logging step
+        self._mark = 0.0  # the last instant training itself was seen (step end, a training log, an eval, a save)
 
     def wait_seconds(self) -> float:
         """Seconds the training loop has waited for batches so far."""
         loader = self.loader_ref()
         return loader.wait_seconds if loader is not None else 0.0
 
+    def _rows(self, step: int) -> int:
+        """This rank's rows handed to the step loop so far (at `step`)."""
+        loader = self.loader_ref()
+        if loader is not None:
+            return loader.delivered.samples
+        return (step - self.start_step) * (self.samples_per_step // self.world)
+
     def steady_rate(self, now: float, step: int) -> float | None:
         """Samples/s of the whole job over the window up to `now` (at `step`); None before a step past the warmup.
 
-        Rank 0's window with every rank's samples: the live estimate of what `combine_ranks` reports.
+        Rank 0's window with rank 0's rows times the ranks: the live estimate of what `combine_ranks` reports.
         """
         measured = step - self.start_step - self.warmup_steps
         if self.t_warm is None or measured <= 0 or now <= self.t_warm:
             return None
-        return measured * self.samples_per_step / (now - self.t_warm)
+        return (self._rows(step) - self.samples_warm) * self.world / (now - self.t_warm)
 
     def window_wait_fraction(self, now: float) -> float:
         """This rank's loader wait over the window up to `now` (over every step before the window opens)."""
@@ -82,54 +103,80 @@ class ThroughputCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.start_step = state.global_step  # > 0 when resuming from a checkpoint
+        self.world = max(1, int(getattr(args, "world_size", 1) or 1))
         if self.start_step:
             log.info("resumed at step %d", self.start_step)
-        self.t_begin = time.perf_counter()
-        self._last = (self.t_begin, self.start_step, 0.0)
+        self.t_begin = self._mark = time.perf_counter()
+        self._last = (self.t_begin, self.start_step, 0.0, self._rows(self.start_step))
         if self.warmup_steps == 0:  # no step to leave out: the window opens now (on_step_end first sees step 1)
-            self._open_window(self.t_begin)
+            self._open_window(self.t_begin, self.start_step)
 
-    def _open_window(self, now: float) -> None:
-        self.t_warm, self.wait_warm = now, self.wait_seconds()
+    def _open_window(self, now: float, step: int) -> None:
+        self.t_warm, self.wait_warm, self.samples_warm = now, self.wait_seconds(), self._rows(step)
         if self.window:
             self.window.start()
 
     def on_step_end(self, args, state, control, **kwargs):
         now, step = time.perf_counter(), state.global_step
+        self._mark = now
         if self.warmup_steps and step - self.start_step == self.warmup_steps:
-            self._open_window(now)
+            self._open_window(now, step)
         if step % self.logging_steps == 0 and self._last is not None:
-            t_prev, step_prev, wait_prev = self._last
-            elapsed, wait = now - t_prev, self.wait_seconds()
+            t_prev, step_prev, wait_prev, rows_prev = self._last
+            elapsed, wait, rows = now - t_prev, self.wait_seconds(), self._rows(step)
             if elapsed > 0 and step > step_prev:
-                self.sink.log_metric(STEP_THROUGHPUT_METRIC,
-                                     (step - step_prev) * self.samples_per_step / elapsed, step)
+                self.sink.log_metric(STEP_THROUGHPUT_METRIC, (rows - rows_prev) * self.world / elapsed, step)
                 self.sink.log_metric(STEP_WAIT_METRIC, min(1.0, (wait - wait_prev) / elapsed), step)
-            self._last = (now, step, wait)
+            self._last = (now, step, wait, rows)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         for key in LOGGED_TRAINER_KEYS:
             if logs and isinstance(logs.get(key), (int, float)):
                 self.sink.log_metric(key, float(logs[key]), state.global_step)
+        if not any(key.startswith("eval_") for key in logs or {}):  # an evaluation logs its own, then ends
+            self._mark = time.perf_counter()
+
+    def _in_window(self) -> bool:
+        return self.t_warm is not None and self.t_end is None
+
+    def on_evaluate(self, args, state, control, **kwargs):
+        now = time.perf_counter()
+        if self._in_window():
+            self.eval_seconds += now - self._mark
+        self._mark = now
+
+    def on_save(self, args, state, control, **kwargs):
+        now = time.perf_counter()
+        if self._in_window():
+            self.save_seconds += now - self._mark
+        self._mark = now
 
     def on_train_end(self, args, state, control, **kwargs):
+        loader = self.loader_ref()
+        if loader is not None:  # workers still held mid-epoch go inside the window, as on every Trainer
+            loader.close()
         self.t_end = time.perf_counter()
         self.final_step = state.global_step
+        self.samples_end = self._rows(state.global_step)
         if self.window:
             self.window.stop()
 
-    def result(self, per_rank_samples_per_step: int) -> RankThroughput:
-        """This rank's window (steps 0 when a resumed run had no step left past the warmup)."""
+    def result(self, per_rank_samples_per_step: int | None = None) -> RankThroughput:
+        """This rank's window (steps 0 when a resumed run had no step left past the warmup).
+
+        `per_rank_samples_per_step` counts the rows only where no loader did (the callback driven alone)."""
         steps = self.final_step - self.start_step - self.warmup_steps
         total_wait = self.wait_seconds()
         if self.t_warm is None or steps <= 0:
-            steps, t_warm, wait_warm = 0, self.t_end, total_wait
-        else:
-            t_warm, wait_warm = self.t_warm, self.wait_warm
+            return RankThroughput(steps=0, samples=0, seconds=0.0, wait_seconds=0.0,
+                                  total_seconds=self.t_end - self.t_begin, total_wait_seconds=total_wait)
+        samples = self.samples_end - self.samples_warm
+        if self.loader_ref() is None and per_rank_samples_per_step is not None:
+            samples = steps * per_rank_samples_per_step
         return RankThroughput(
-            steps=steps, samples=steps * per_rank_samples_per_step, seconds=self.t_end - t_warm,
-            wait_seconds=total_wait - wait_warm, total_seconds=self.t_end - self.t_begin,
-            total_wait_seconds=total_wait,
+            steps=steps, samples=samples, seconds=self.t_end - self.t_warm,
+            wait_seconds=total_wait - self.wait_warm, total_seconds=self.t_end - self.t_begin,
+            total_wait_seconds=total_wait, eval_seconds=self.eval_seconds, save_seconds=self.save_seconds,
         )
 
 
@@ -143,14 +190,17 @@ def combine_ranks(ranks: list[RankThroughput]) -> dict:
                                   for r in ranks))
     if min(r.steps for r in ranks) <= 0:
         return {WAIT_METRIC: all_steps_wait, WAIT_ALL_STEPS_METRIC: all_steps_wait}
-    seconds = max(r.seconds for r in ranks)
+    slowest = max(ranks, key=lambda r: r.seconds)
     samples = sum(r.samples for r in ranks)
     wait = max(r.wait_seconds / r.seconds for r in ranks if r.seconds > 0)
     return {
-        THROUGHPUT_METRIC: samples / seconds,
-        THROUGHPUT_PER_DEVICE_METRIC: samples / seconds / len(ranks),
-        STEADY_SECONDS_METRIC: seconds,
+        THROUGHPUT_METRIC: samples / slowest.seconds,
+        THROUGHPUT_PER_DEVICE_METRIC: samples / slowest.seconds / len(ranks),
+        STEADY_SECONDS_METRIC: slowest.seconds,
         MEASURED_STEPS_METRIC: ranks[0].steps,
+        MEASURED_SAMPLES_METRIC: samples,
+        WINDOW_EVAL_SECONDS_METRIC: slowest.eval_seconds,
+        WINDOW_SAVE_SECONDS_METRIC: slowest.save_seconds,
         WAIT_METRIC: min(1.0, wait),
         WAIT_ALL_STEPS_METRIC: all_steps_wait,
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from ...contract import NVJPEG_LOADER
+from ...contract import NVJPEG_LOADER, SM_COUNT_TAG
 from ...errors import AcceleratorUnavailable
 from ..base import Accelerator, DecodeRequest, DeviceInfo, RecipeSettings, TrainingRecipe
 from ..detection import allowed_here, check_count, check_label, module_present, package_version
@@ -37,10 +37,13 @@ class CudaAccelerator(Accelerator):
         props = torch.cuda.get_device_properties(0)
         from .telemetry import nvidia_driver_version
 
+        tags = {"cuda.compute_capability": f"{props.major}.{props.minor}"}
+        if getattr(props, "multi_processor_count", None):  # a MIG slice's own: its share of the dense peak
+            tags[SM_COUNT_TAG] = str(props.multi_processor_count)
         return DeviceInfo(
             kind=kind, device_name=name, count=world_size,
             memory_gb=round(props.total_memory / 2**30, 1), driver=nvidia_driver_version(),
-            software=_software(torch), extra_tags={"cuda.compute_capability": f"{props.major}.{props.minor}"},
+            software=_software(torch), extra_tags=tags,
         )
 
     def recipe(self, device: DeviceInfo, settings: RecipeSettings) -> TrainingRecipe:

@@ -3,6 +3,8 @@
 Workers only read files and check headers; the main process runs one batched
 `torchvision.io.decode_jpeg(..., device='cuda')`, then crop/resize/normalize on the GPU. An image
 nvJPEG cannot take (PNG, CMYK, one it rejects) is decoded on the CPU, moved over and counted.
+The decode runs on a side stream: the next batch decodes while the step before it still computes, and
+the compute stream waits for it on the device (wait_stream), never the host for the compute stream.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class NvjpegBatches:
         self.host_loader, self.plan, self.dataset, self.ops = host_loader, plan, dataset, ops
         self.device, self.batch_size = ops.device, plan.batch_size
         self.cpu_decoded_images = 0
+        self._side_stream = None  # made on the first batch, on the loader's GPU
 
     def __len__(self) -> int:
         return len(self.plan)
@@ -45,6 +48,24 @@ class NvjpegBatches:
             yield self.to_device(batch)
 
     def to_device(self, batch: dict) -> dict:
+        """The batch on the GPU, decoded on the side stream; the compute stream waits for it there, and its
+        tensors are marked as used by the compute stream (their memory is not reused before it is done)."""
+        import torch
+
+        if not torch.cuda.is_available():
+            return self._decoded(batch)
+        if self._side_stream is None:
+            self._side_stream = torch.cuda.Stream(device=self.device)
+        compute = torch.cuda.current_stream(self.device)
+        with torch.cuda.stream(self._side_stream):
+            ready = self._decoded(batch)
+        compute.wait_stream(self._side_stream)
+        for value in ready.values():
+            if isinstance(value, torch.Tensor):
+                value.record_stream(compute)
+        return ready
+
+    def _decoded(self, batch: dict) -> dict:
         images = self.decode(batch["jpegs"], batch["sources"], batch["on_device"])
         pixels = self.ops.normalize(self.ops.crop_resize(images))
         return {
@@ -98,8 +119,9 @@ def decode_on_gpu(jpegs: list, device) -> list:
     """Batched nvJPEG decode to RGB, ordered after the work already queued on the current stream.
 
     torchvision decodes on a private stream into memory the caching allocator may hand back while
-    the compute stream still reads it (pytorch/vision #9606; torchcodec #1634 fixed the same with a
-    host-side wait): the current stream is drained first.
+    the current stream still reads it (pytorch/vision #9606; torchcodec #1634 fixed the same with a
+    host-side wait): the current stream is drained first. NvjpegBatches calls it on its side stream, so
+    what is drained is the previous batch's decode, not the step's compute.
     """
     import torch
     from torchvision.io import ImageReadMode, decode_jpeg
@@ -114,7 +136,6 @@ def check_nvjpeg_ready(device) -> None:
         import torchvision
         from torchvision.io import decode_jpeg
     except Exception as exc:  # noqa: BLE001 - a CUDA-major mismatch is a RuntimeError at import
-        first = (str(exc).splitlines() or [""])[0][:200]
         first = (str(exc).splitlines() or [""])[0][:200]
         why = detection.BROKEN_MODULES.get("torchvision") or f"{type(exc).__name__}: {first}"
         raise DeviceDecodeUnavailable(f"torchvision is not usable ({why}); install the torchvision of your "
