@@ -139,8 +139,10 @@ def _jpeg_size(data) -> tuple[int, int] | None:
     return None
 
 
-def _geometry(width: int, height: int, size: int) -> tuple[int, int, int, int]:
-    """torchvision's Resize([size]) + CenterCrop(size) on the full size: new_w, new_h, left, top."""
+def resize_crop_geometry(width: int, height: int, size: int) -> tuple[int, int, int, int]:
+    """torchvision's Resize([size]) + CenterCrop(size) on the full size: new_w, new_h, left, top.
+
+    An image smaller than `size` is upscaled (its shorter edge to `size`), as the study's transform does."""
     new_h, new_w = (size, int(size * width / height)) if height <= width else (int(size * height / width), size)
     return new_w, new_h, round((new_w - size) / 2), round((new_h - size) / 2)
 
@@ -150,15 +152,15 @@ def _opencv_jpeg(data, size: int) -> np.ndarray | None:
     full = _jpeg_size(data)
     if full is None:
         return None
-    scale = min(full[0] // size, full[1] // size)
-    factor = next(f for f in (8, 4, 2, 1) if scale >= f)  # Pillow's draft rule, so geometry matches
+    scale = min(full[0] // size, full[1] // size)  # 0 for an image smaller than the model's input: upscaled
+    factor = next((f for f in (8, 4, 2) if scale >= f), 1)  # Pillow's draft rule, so geometry matches
     try:
         pixels = cv2.imdecode(np.frombuffer(data, np.uint8), _CV2_FLAGS[factor])
     except cv2.error:  # like None below: Pillow decodes it or says what is wrong
         return None
     if pixels is None or pixels.shape[:2] != (-(-full[1] // factor), -(-full[0] // factor)):
         return None  # truncated or corrupt, or another size: a header misread above, a wrong geometry
-    new_w, new_h, left, top = _geometry(*full, size)
+    new_w, new_h, left, top = resize_crop_geometry(*full, size)
     shrink = pixels.shape[0] / new_h
     if shrink > _BLUR_FROM:
         # cv2's cubic does not widen its kernel when shrinking (no antialias); the blur halves the error
@@ -170,12 +172,12 @@ def _opencv_jpeg(data, size: int) -> np.ndarray | None:
 
 
 def _square_resize(pixels: np.ndarray, size: int, full_size: tuple[int, int]) -> np.ndarray:
-    """The Pillow path's resize: `_geometry` on the undrafted `full_size` (w, h), torch's uint8 antialiased
+    """The Pillow path's resize: `resize_crop_geometry` on the undrafted `full_size` (w, h), torch's uint8 antialiased
     bicubic (Pillow's kernel, ~3x its speed) on the HWC array seen as channels-last NCHW; the crop is a view."""
     import torch
     import torch.nn.functional as F
 
-    new_w, new_h, left, top = _geometry(*full_size, size)
+    new_w, new_h, left, top = resize_crop_geometry(*full_size, size)
     image = torch.from_numpy(pixels).permute(2, 0, 1).unsqueeze(0)
     if (new_h, new_w) != tuple(pixels.shape[:2]):
         image = F.interpolate(image, size=(new_h, new_w), mode="bicubic", antialias=True, align_corners=False)
@@ -226,6 +228,9 @@ class ImageTransform:
             except ImageDecodeError as exc:
                 pixels.append(None)
                 errors.append(str(exc))
+            except StopIteration:  # out of here, a DataLoader takes it for the end of the data: the epoch ends
+                pixels.append(None)
+                errors.append(f"image {describe_source(source)}: cannot decode (StopIteration in the decoder)")
         out = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask")}
         out["pixels"] = pixels
         out["image_errors"] = [errors] * len(pixels)
