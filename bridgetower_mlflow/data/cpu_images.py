@@ -8,6 +8,7 @@ ship uint8; normalize_batch runs once per batch in the trainer, on the device (C
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import os
@@ -189,17 +190,25 @@ def normalize_batch(pixels_uint8: torch.Tensor, mean: Sequence[float] = CLIP_MEA
     """(B,H,W,3) uint8 tensor -> contiguous (B,3,H,W) normalized float, on whatever device it lives."""
     import torch
 
-    scale = [1.0 / (255.0 * s) for s in std]
-    shift = [-m / s for m, s in zip(mean, std)]
+    scale = tuple(1.0 / (255.0 * s) for s in std)
+    shift = tuple(-m / s for m, s in zip(mean, std))
     if pixels_uint8.device.type == "cpu" and BACKEND == "opencv" and dtype in (None, torch.float32):
         return torch.from_numpy(_normalize_opencv(pixels_uint8.numpy(), scale, shift))
     # one fused pass per batch; on a device, a kernel per plane would cost launches
     x = pixels_uint8.permute(0, 3, 1, 2).contiguous().to(dtype or torch.float32)
-    return torch.addcmul(torch.tensor(shift, device=x.device, dtype=x.dtype).view(1, 3, 1, 1), x,
-                         torch.tensor(scale, device=x.device, dtype=x.dtype).view(1, 3, 1, 1), out=x)
+    scale_t, shift_t = _on_device(scale, shift, x.device, x.dtype)
+    return torch.addcmul(shift_t, x, scale_t, out=x)
 
 
-def _normalize_opencv(pixels: np.ndarray, scale: list, shift: list) -> np.ndarray:
+@functools.lru_cache(maxsize=64)
+def _on_device(scale: tuple, shift: tuple, device, dtype) -> tuple:
+    """(1,3,1,1) constants made once per device and dtype: made per step, each is a blocking host-to-device copy."""
+    import torch
+
+    return tuple(torch.tensor(values, device=device, dtype=dtype).view(1, 3, 1, 1) for values in (scale, shift))
+
+
+def _normalize_opencv(pixels: np.ndarray, scale: tuple, shift: tuple) -> np.ndarray:
     """The CPU batch normalize: per image, split the uint8 planes (cheap: 1 byte a value), then one
     SIMD convert-scale-shift per plane straight into the float output (about half torch's time here)."""
     b, h, w, c = pixels.shape
