@@ -134,3 +134,8 @@ METRICS_PER_BATCH = 900  # MLflow allows 1000 per log_batch
 # --- spellings users type in MLproject -P values -------------------------------------------------
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
+
+# --- stopping a multi-device run (issue 31, every launcher's stop) -------------------------------
+# After a stop signal the ranks get this long for their own cleanup (flush or spill, end the run) before
+# anything SIGKILLs them: the self-launcher's wait, and mpirun's odls_base_sigkill_timeout (OpenMPI: 1 s).
+STOP_GRACE_SECONDS = 25
