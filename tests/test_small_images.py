@@ -14,6 +14,7 @@ import shutil
 import numpy as np
 import pytest
 import torch
+from mlflow.tracking import MlflowClient
 from PIL import Image
 from test_image_backend import reference as study_reference
 
@@ -26,6 +27,8 @@ from bridgetower_mlflow.data.sample import generate_sample_set
 from bridgetower_mlflow.data.study_images import StudyImageTransform, study_pixels
 from bridgetower_mlflow.errors import DataError
 from bridgetower_mlflow.telemetry.loader_wait import TimedLoader
+
+from conftest import no_running_runs, run_cli
 
 SIZE = 64  # the tiny preset's input
 # (width, height): a pixel, slivers both ways, thumbnails, one pixel short, exact, larger than the input
@@ -144,15 +147,16 @@ def test_the_scorer_scores_every_size(images, cache_dir):
 
 @pytest.fixture(scope="module")
 def mixed_folder(tmp_path_factory):
-    """The sample set's imagefolder layout, with every other training image replaced by one of SIZES."""
+    """The sample set's imagefolder layout, every other image (train and validation) replaced by one of SIZES."""
     folder = generate_sample_set(tmp_path_factory.mktemp("mixed") / "sample", sizes={"train": 24, "validation": 4},
                                  seed=5)
     copy = tmp_path_factory.mktemp("mixed-copy") / "set"
     shutil.copytree(folder, copy)
-    rows = [json.loads(line) for line in (copy / "train" / "metadata.jsonl").read_text().splitlines()]
-    for row, (width, height) in zip(rows[::2], SIZES):
-        source = Image.open(copy / "train" / row["file_name"])
-        source.resize((width, height), Image.BICUBIC).save(copy / "train" / row["file_name"], quality=90)
+    for split in ("train", "validation"):
+        rows = [json.loads(line) for line in (copy / split / "metadata.jsonl").read_text().splitlines()]
+        for row, (width, height) in zip(rows[::2], SIZES):
+            source = Image.open(copy / split / row["file_name"])
+            source.resize((width, height), Image.BICUBIC).save(copy / split / row["file_name"], quality=90)
     return copy
 
 
@@ -220,3 +224,23 @@ def test_a_stop_iteration_in_the_device_loaders_collate_names_the_image():
     with pytest.raises(DataError, match=r"cartoons/7\.jpg: cannot read \(StopIteration"):
         JpegBytesCollate("image")([{"image": _Unreadable(path="cartoons/7.jpg"), "input_ids": [0],
                                     "attention_mask": [1]}])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["fast", "study"])
+def test_a_run_on_a_set_of_mixed_sizes_trains_every_step_and_evaluates(mixed_folder, backend, cache_dir, sqlite_uri,
+                                                                        tmp_path):
+    """As a user meets it. Before: on the fast path the epoch ended at the first batch with a small JPEG (0 steps,
+    a FAILED run blaming max_steps); with the study's transform, training ran and the evaluation's scorer
+    (the fast path) crashed with a StopIteration traceback."""
+    done = run_cli(["train", "--dataset", str(mixed_folder), "--image-backend", backend, "--max-steps", "8",
+                    "--per-device-train-batch-size", "4", "--dataloader-num-workers", "0", "--logging-steps", "1",
+                    "--throughput-warmup-steps", "1", "--log-model", "false", "--output-dir", str(tmp_path / "out"),
+                    "--experiment-name", "mixed-sizes"], timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    client = MlflowClient(sqlite_uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("mixed-sizes").experiment_id])
+    assert run.info.status == "FINISHED" and no_running_runs(sqlite_uri) == []
+    # 24 rows in batches of 4: 6 an epoch, so step 8 is in the second epoch, every batch of both taken
+    assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "loss")) == list(range(1, 9))
+    assert "eval_loss" in run.data.metrics and "eval_caption_match_accuracy" in run.data.metrics
