@@ -72,6 +72,16 @@ def test_a_run_without_an_experiment_name_goes_where_mlflow_would_put_it(sqlite_
     assert default_experiment_id("named") == client.get_experiment_by_name("named").experiment_id  # a name wins
 
 
+def test_run_data_still_carries_each_metrics_latest_step(sqlite_uri):
+    """RunSession reads `RunData._metric_objs` (each key's latest step, which the public `metrics` dict drops) so
+    a resumed run does not log a step twice: the one private name the package still reads, pinned here."""
+    client = MlflowClient(sqlite_uri)
+    run_id = client.create_run(client.create_experiment("steps")).info.run_id
+    for step in (1, 7, 3):
+        client.log_metric(run_id, "loss", float(step), step=step)
+    assert {m.key: m.step for m in client.get_run(run_id).data._metric_objs} == {"loss": 7}
+
+
 # --- MLflow's collectors as the project drives them ----------------------------------------------------------
 CPU_NAMES = {"cpu_utilization_percentage", "system_memory_usage_megabytes", "system_memory_usage_percentage"}
 DISK_NAMES = {"disk_usage_percentage", "disk_usage_megabytes", "disk_available_megabytes"}
