@@ -29,6 +29,8 @@ $(TEST_STAMP): $(STAMP)
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 		{ apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; }
+	# OpenMPI's mpirun: Gaudi's self-launch line is tested against the real one (tests/test_launch_stop.py)
+	@command -v mpirun >/dev/null || { apt-get update -qq && apt-get install -y -qq openmpi-bin >/dev/null; }
 	touch $@
 
 install-test: $(TEST_STAMP)

@@ -171,3 +171,8 @@ GATE_WORST_RATIO_METRIC = "gate_worst_ratio"  # the lowest current / gated sampl
 COMPARE_CELLS_TABLE = "compare/tables/cells.json"  # mlflow.load_table(..., run_ids=[compare runs])
 COMPARE_HEADLINE_TABLE = "compare/tables/headline.json"
 COMPARE_SCALING_TABLE = "compare/tables/scaling.json"
+
+# --- stopping a multi-device run (issue 31, every launcher's stop) -------------------------------
+# After a stop signal the ranks get this long for their own cleanup (flush or spill, end the run) before
+# anything SIGKILLs them: the self-launcher's wait, and mpirun's odls_base_sigkill_timeout (OpenMPI: 1 s).
+STOP_GRACE_SECONDS = 25

@@ -162,7 +162,8 @@ def test_mpirun_line_matches_gaudi_spawn():
     command = mpirun_command(8, ["train", "--accel", "gaudi2"], physical_cores=cores, cores_per_socket=per_socket,
                              env={"PT_HPU_LAZY_MODE": "1"})
     assert command == ["mpirun", "-n", "8", "--bind-to", "core", "--map-by", "socket:PE=10", "--rank-by", "slot",
-                       "--report-bindings", "--allow-run-as-root", "-x", "MASTER_ADDR=localhost",
+                       "--report-bindings", "--allow-run-as-root", "--mca", "odls_base_sigkill_timeout", "25",
+                       "-x", "MASTER_ADDR=localhost",
                        "-x", "MASTER_PORT=29500", "-x", "PT_HPU_LAZY_MODE=1", sys.executable, "-m",
                        "bridgetower_mlflow", "train", "--accel", "gaudi2"]
     assert "slot:PE=4" in mpirun_command(2, [], physical_cores=8, cores_per_socket=1)

@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from torch.overrides import TorchFunctionMode
 
 from bridgetower_mlflow.contract import CPU_LOADER, CPU_PILLOW_LOADER
 from bridgetower_mlflow.data import cpu_images as image_transform
@@ -247,3 +248,33 @@ def test_a_jpeg_cut_in_half_raises_instead_of_decoding_gray(jpegs, tmp_path):
     path.write_bytes(jpegs[0].read_bytes()[:len(jpegs[0].read_bytes()) // 2])
     with pytest.raises(ImageDecodeError, match="half.jpg"):
         resize_center_crop(path, LARGE)
+
+
+class _TensorFactoryCalls(TorchFunctionMode):
+    """Records every torch.tensor / as_tensor call: on a GPU each one is a blocking host-to-device copy."""
+
+    def __init__(self):
+        super().__init__()
+        self.made = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in (torch.tensor, torch.as_tensor):
+            self.made.append(args[0] if args else kwargs)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_normalize_batch_makes_its_constants_once_per_device_and_dtype(monkeypatch, dtype):
+    """Issue 30: two torch.tensor constants per step were two blocking copies per step on a GPU."""
+    monkeypatch.setattr(image_transform, "BACKEND", "pillow")  # the torch path every device takes
+    pixels = torch.randint(0, 256, (2, 5, 4, 3), dtype=torch.uint8)
+    first = normalize_batch(pixels, dtype=dtype)
+    with _TensorFactoryCalls() as steps:
+        for _ in range(3):
+            again = normalize_batch(pixels, dtype=dtype)
+    assert steps.made == [] and torch.equal(first, again)
+    want = (pixels.permute(0, 3, 1, 2).float() / 255 - torch.tensor(CLIP_MEAN).view(1, 3, 1, 1)) \
+        / torch.tensor(CLIP_STD).view(1, 3, 1, 1)
+    assert again.dtype == dtype and torch.allclose(again.float(), want, atol=2e-2 if dtype == torch.bfloat16 else 1e-5)
+    other_mean = normalize_batch(pixels, mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5), dtype=dtype)
+    assert torch.allclose(other_mean.float(), pixels.permute(0, 3, 1, 2).float() / 127.5 - 1, atol=2e-2)

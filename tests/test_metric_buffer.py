@@ -234,7 +234,7 @@ def test_a_spill_file_removed_while_the_sender_opens_it_does_not_stop_the_sender
     """The removal lands between the sender's look at the file and its open (CI under load once hit it)."""
     import builtins
 
-    from bridgetower_mlflow.tracking import metric_buffer
+    from bridgetower_mlflow.tracking import spill_cursor
 
     client = MlflowClient(sqlite_uri)
     run_id = client.create_run(client.create_experiment("e")).info.run_id
@@ -249,9 +249,119 @@ def test_a_spill_file_removed_while_the_sender_opens_it_does_not_stop_the_sender
             spill.unlink(missing_ok=True)  # someone cleans the cache folder at exactly this instant
         return builtins.open(path, *args, **kwargs)
 
-    monkeypatch.setattr(metric_buffer, "open", open_after_a_cleanup, raising=False)
+    monkeypatch.setattr(spill_cursor, "open", open_after_a_cleanup, raising=False)
     for step in range(5, 10):
         buffer.log_metric("loss", float(step), step)
     assert buffer.close(timeout=30) == 0  # the sender lived on and sent what was logged after
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(5, 10)]
     assert f"{spill} was removed while the run was going: 5 records it held are lost" in caplog.text
+
+
+# A sender that cannot die (issue 31): before, an error the sender met outside its send ended the thread for
+# the rest of the run, silently; flush() then waited out its whole timeout and nothing logged after arrived.
+
+@pytest.mark.parametrize("garbage", [b"\xff\xfe\x00 not text\n", b'{"half": "a record"\n'], ids=["bytes", "json"])
+def test_a_line_in_the_spill_that_is_not_a_record_is_skipped_and_the_sender_goes_on(server, tmp_path, caplog, garbage):
+    client, run_id = server.new_run()
+    spill = tmp_path / "spill.jsonl"
+    buffer = MetricBuffer(client, run_id, spill, flush_interval=60)  # the sender waits until close flushes
+    for step in range(5):
+        buffer.log_metric("loss", float(step), step)
+    buffer.persist()
+    with open(spill, "ab") as handle:  # garbage written into the file while the run goes on
+        handle.write(garbage)
+    for step in range(5, 10):
+        buffer.log_metric("loss", float(step), step)
+    buffer.persist()  # the next checkpoint appends after the garbage
+    for step in range(10, 15):
+        buffer.log_metric("loss", float(step), step)
+    assert buffer.close(timeout=60) == 0
+    assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(15)]
+    assert caplog.text.count("is not a whole spill record") == 1 and not spill.exists()
+
+
+class _DropsTheFirstBatch(MlflowClient):
+    """A real client whose first log_batch meets an error without a message (a reset connection, say)."""
+
+    def __init__(self, uri, error):
+        super().__init__(uri)
+        self.errors = [error]
+
+    def log_batch(self, *args, **kwargs):
+        if self.errors:
+            raise self.errors.pop()
+        return super().log_batch(*args, **kwargs)
+
+
+@pytest.mark.parametrize("error", [ConnectionResetError(), RuntimeError("\n"), Exception("")],
+                         ids=["no-args", "newline", "empty"])
+def test_an_error_with_no_message_does_not_stop_the_sender(server, tmp_path, caplog, error):
+    """Before: `str(exc).splitlines()[0]` raised IndexError inside the sender's except clause."""
+    client, run_id = server.new_run()
+    buffer = MetricBuffer(_DropsTheFirstBatch(server.url, error), run_id, tmp_path / "spill.jsonl",
+                          flush_interval=0.05)
+    for step in range(20):
+        buffer.log_metric("loss", float(step), step)
+    assert buffer.close(timeout=60) == 0
+    assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(20)]
+    assert f"tracking server unavailable ({type(error).__name__}); buffering" in caplog.text
+
+
+@pytest.fixture
+def failing_disk(monkeypatch):
+    """The spill file's reads fail as on a failing disk (EIO), while `failing` is set; writes still work."""
+    import builtins
+    import errno
+
+    from bridgetower_mlflow.tracking import spill_cursor
+
+    state = {"failing": True, "reads": 0}
+
+    def open_on_a_failing_disk(path, mode="r", *args, **kwargs):
+        if state["failing"] and "r" in mode:
+            state["reads"] += 1
+            raise OSError(errno.EIO, "Input/output error", str(path))
+        return builtins.open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(spill_cursor, "open", open_on_a_failing_disk, raising=False)
+    return state
+
+
+def test_a_spill_that_cannot_be_read_keeps_its_records_and_the_rest_still_goes(server, tmp_path, caplog, failing_disk):
+    client, run_id = server.new_run()
+    spill = tmp_path / "spill.jsonl"
+    buffer = MetricBuffer(client, run_id, spill, flush_interval=0.05)
+    for step in range(5):
+        buffer.log_metric("loss", float(step), step)
+    buffer.persist()  # on disk, where the sender cannot read them
+    for step in range(5, 10):
+        buffer.log_metric("loss", float(step), step)
+    started = time.monotonic()
+    left = buffer.close(timeout=120)
+    assert time.monotonic() - started < 60, "close waited out its timeout for records it could not read"
+    assert left == 5 and failing_disk["reads"] >= 1  # said at the end: what waits on disk
+    assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(5, 10)]  # the rest went meanwhile
+    assert caplog.text.count("Input/output error") == 1 and f"cannot read {spill}; its 5 records wait" in caplog.text
+    failing_disk["failing"] = False  # the disk is back: upload-spill sends them
+    assert upload_spill(spill) == (5, {run_id})
+    assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(10)]
+
+
+def test_a_spill_readable_again_is_sent_by_the_same_run(server, tmp_path, caplog, failing_disk, monkeypatch):
+    from bridgetower_mlflow.tracking import spill_cursor
+
+    monkeypatch.setattr(spill_cursor, "SPILL_RETRY_S", 0.2)
+    client, run_id = server.new_run()
+    buffer = MetricBuffer(client, run_id, tmp_path / "spill.jsonl", flush_interval=0.05)
+    for step in range(5):
+        buffer.log_metric("loss", float(step), step)
+    buffer.persist()
+    deadline = time.monotonic() + 60
+    while failing_disk["reads"] < 2 and time.monotonic() < deadline:  # it has tried, and tried again
+        time.sleep(0.05)
+    assert failing_disk["reads"] >= 2, failing_disk
+    failing_disk["failing"] = False
+    assert buffer.close(timeout=60) == 0
+    assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(5)]
+    assert caplog.text.count("Input/output error") == 1  # warned once, whatever the number of tries
+

@@ -105,7 +105,7 @@ def test_a_held_lock_fails_clearly_after_waiting_and_changes_nothing(model, monk
     assert result.exit_code == 2, result.output
     assert result.stderr == (f"error: model-name: another promotion of '{name}' is in progress (lock "
                              f"'{name}--promotion-lock' held by ann@box pid 7 since 2030-01-01T00:00:00+00:00); "
-                             "allowed: retry when it ends (a lock older than 300 s is taken over)\n")
+                             "allowed: retry when it ends (a lock unchanged for 30 s is taken over)\n")
     assert client.get_registered_model(name).aliases == {"champion": 1}
     assert "promotion.decision" not in client.get_model_version(name, "2").tags
     assert _lock_exists(client, name)  # not ours to delete

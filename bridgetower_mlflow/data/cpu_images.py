@@ -8,6 +8,7 @@ ship uint8; normalize_batch runs once per batch in the trainer, on the device (C
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import os
@@ -139,8 +140,10 @@ def _jpeg_size(data) -> tuple[int, int] | None:
     return None
 
 
-def _geometry(width: int, height: int, size: int) -> tuple[int, int, int, int]:
-    """torchvision's Resize([size]) + CenterCrop(size) on the full size: new_w, new_h, left, top."""
+def resize_crop_geometry(width: int, height: int, size: int) -> tuple[int, int, int, int]:
+    """torchvision's Resize([size]) + CenterCrop(size) on the full size: new_w, new_h, left, top.
+
+    An image smaller than `size` is upscaled (its shorter edge to `size`), as the study's transform does."""
     new_h, new_w = (size, int(size * width / height)) if height <= width else (int(size * height / width), size)
     return new_w, new_h, round((new_w - size) / 2), round((new_h - size) / 2)
 
@@ -150,15 +153,15 @@ def _opencv_jpeg(data, size: int) -> np.ndarray | None:
     full = _jpeg_size(data)
     if full is None:
         return None
-    scale = min(full[0] // size, full[1] // size)
-    factor = next(f for f in (8, 4, 2, 1) if scale >= f)  # Pillow's draft rule, so geometry matches
+    scale = min(full[0] // size, full[1] // size)  # 0 for an image smaller than the model's input: upscaled
+    factor = next((f for f in (8, 4, 2) if scale >= f), 1)  # Pillow's draft rule, so geometry matches
     try:
         pixels = cv2.imdecode(np.frombuffer(data, np.uint8), _CV2_FLAGS[factor])
     except cv2.error:  # like None below: Pillow decodes it or says what is wrong
         return None
     if pixels is None or pixels.shape[:2] != (-(-full[1] // factor), -(-full[0] // factor)):
         return None  # truncated or corrupt, or another size: a header misread above, a wrong geometry
-    new_w, new_h, left, top = _geometry(*full, size)
+    new_w, new_h, left, top = resize_crop_geometry(*full, size)
     shrink = pixels.shape[0] / new_h
     if shrink > _BLUR_FROM:
         # cv2's cubic does not widen its kernel when shrinking (no antialias); the blur halves the error
@@ -170,12 +173,12 @@ def _opencv_jpeg(data, size: int) -> np.ndarray | None:
 
 
 def _square_resize(pixels: np.ndarray, size: int, full_size: tuple[int, int]) -> np.ndarray:
-    """The Pillow path's resize: `_geometry` on the undrafted `full_size` (w, h), torch's uint8 antialiased
+    """The Pillow path's resize: `resize_crop_geometry` on the undrafted `full_size` (w, h), torch's uint8 antialiased
     bicubic (Pillow's kernel, ~3x its speed) on the HWC array seen as channels-last NCHW; the crop is a view."""
     import torch
     import torch.nn.functional as F
 
-    new_w, new_h, left, top = _geometry(*full_size, size)
+    new_w, new_h, left, top = resize_crop_geometry(*full_size, size)
     image = torch.from_numpy(pixels).permute(2, 0, 1).unsqueeze(0)
     if (new_h, new_w) != tuple(pixels.shape[:2]):
         image = F.interpolate(image, size=(new_h, new_w), mode="bicubic", antialias=True, align_corners=False)
@@ -187,17 +190,25 @@ def normalize_batch(pixels_uint8: torch.Tensor, mean: Sequence[float] = CLIP_MEA
     """(B,H,W,3) uint8 tensor -> contiguous (B,3,H,W) normalized float, on whatever device it lives."""
     import torch
 
-    scale = [1.0 / (255.0 * s) for s in std]
-    shift = [-m / s for m, s in zip(mean, std)]
+    scale = tuple(1.0 / (255.0 * s) for s in std)
+    shift = tuple(-m / s for m, s in zip(mean, std))
     if pixels_uint8.device.type == "cpu" and BACKEND == "opencv" and dtype in (None, torch.float32):
         return torch.from_numpy(_normalize_opencv(pixels_uint8.numpy(), scale, shift))
     # one fused pass per batch; on a device, a kernel per plane would cost launches
     x = pixels_uint8.permute(0, 3, 1, 2).contiguous().to(dtype or torch.float32)
-    return torch.addcmul(torch.tensor(shift, device=x.device, dtype=x.dtype).view(1, 3, 1, 1), x,
-                         torch.tensor(scale, device=x.device, dtype=x.dtype).view(1, 3, 1, 1), out=x)
+    scale_t, shift_t = _on_device(scale, shift, x.device, x.dtype)
+    return torch.addcmul(shift_t, x, scale_t, out=x)
 
 
-def _normalize_opencv(pixels: np.ndarray, scale: list, shift: list) -> np.ndarray:
+@functools.lru_cache(maxsize=64)
+def _on_device(scale: tuple, shift: tuple, device, dtype) -> tuple:
+    """(1,3,1,1) constants made once per device and dtype: made per step, each is a blocking host-to-device copy."""
+    import torch
+
+    return tuple(torch.tensor(values, device=device, dtype=dtype).view(1, 3, 1, 1) for values in (scale, shift))
+
+
+def _normalize_opencv(pixels: np.ndarray, scale: tuple, shift: tuple) -> np.ndarray:
     """The CPU batch normalize: per image, split the uint8 planes (cheap: 1 byte a value), then one
     SIMD convert-scale-shift per plane straight into the float output (about half torch's time here)."""
     b, h, w, c = pixels.shape
@@ -226,6 +237,9 @@ class ImageTransform:
             except ImageDecodeError as exc:
                 pixels.append(None)
                 errors.append(str(exc))
+            except StopIteration:  # out of here, a DataLoader takes it for the end of the data: the epoch ends
+                pixels.append(None)
+                errors.append(f"image {describe_source(source)}: cannot decode (StopIteration in the decoder)")
         out = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask")}
         out["pixels"] = pixels
         out["image_errors"] = [errors] * len(pixels)

@@ -58,8 +58,8 @@ def _load_dataset_dict(dataset: str, dataset_config: str):
     try:
         return datasets.load_dataset(dataset, dataset_config or None), f"hub:{dataset}:{dataset_config}"
     except Exception as exc:  # noqa: BLE001 - offline, missing, gated: all are user-facing data errors
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"dataset: cannot load Hub dataset '{dataset}' (config {dataset_config!r}): {first}") from None
+        raise DataError(f"dataset: cannot load Hub dataset '{dataset}' (config {dataset_config!r}): "
+                        f"{first_line(exc)}") from None
 
 
 def _sample_set():

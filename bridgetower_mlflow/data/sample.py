@@ -17,6 +17,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from ..redact import first_line
 from .sample_drawings import DRAWINGS
 
 SAMPLE_VERSION = "v2"
@@ -161,5 +162,5 @@ def _check_replaceable(folder: Path) -> None:
 
 def describe_os_error(exc: OSError) -> str:
     """'<file>: <reason>' of a failed write, in one line."""
-    reason = exc.strerror or str(exc).splitlines()[0][:200]
+    reason = exc.strerror or first_line(exc)
     return f"{exc.filename}: {reason}" if exc.filename else reason

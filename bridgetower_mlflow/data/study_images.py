@@ -31,7 +31,8 @@ def study_pixels(source, image: ImageSpec) -> np.ndarray:
 
     with torch.no_grad():
         x = center_crop(resize_shorter_edge(to_tensor(decode_like_study(source)), image.size), image.size)
-        return normalize(x, image.mean, image.std).numpy()
+        # a 1-pixel source upscales to a broadcast view whose clone keeps its strides: copy it into place
+        return np.ascontiguousarray(normalize(x, image.mean, image.std).numpy())
 
 
 def decode_like_study(source) -> Image.Image:

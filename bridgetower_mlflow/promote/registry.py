@@ -6,6 +6,7 @@ import logging
 import os
 
 from ..errors import TrackingError
+from ..redact import first_line
 from ..tracking.failures import registry_failure
 from .decision import (
     FINGERPRINT_TAG,
@@ -103,9 +104,8 @@ def apply_decision(client, name: str, decision: Decision) -> None:
     except MlflowException as exc:
         if not decision.promote:
             raise
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise TrackingError(f"model-name: @{decision.alias} of {name!r} now points to version "
-                            f"{decision.candidate.version}, but recording the decision failed ({first}); "
+                            f"{decision.candidate.version}, but recording the decision failed ({first_line(exc)}); "
                             "allowed: a server that accepts writes (promotion.* tags or the description "
                             "line may be missing)") from None
 
@@ -152,9 +152,10 @@ def promote(model_name: str, candidate: str, gate: Gate, dry_run: bool = False, 
             decision = _decide(client, model_name, candidate, gate)
         else:
             _registered_model(client, model_name)  # a mistyped name fails before any lock is created
-            with promotion_lock(client, model_name):
+            with promotion_lock(client, model_name) as held:
                 decision = _decide(client, model_name, candidate, gate)
                 if not decision.changes_nothing:
+                    held.confirm()  # a promoter paused past the lock's staleness no longer holds it
                     apply_decision(client, model_name, decision)
         _tag_project_run(client, decision, dry_run)
         return decision

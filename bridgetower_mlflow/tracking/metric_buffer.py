@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import METRICS_PER_BATCH
+from ..redact import first_line
 from ..telemetry.thread_names import name_this_thread
-from .spill import adopt, append_whole, replace_whole
-from .spill_format import from_line, send_records, to_line
+from .spill import append_whole
+from .spill_cursor import SpillCursor
+from .spill_format import send_records, to_line
 
 log = logging.getLogger(__name__)
 
@@ -38,14 +40,12 @@ class MetricBuffer:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closing = threading.Event()
-        self._spilled = 0  # records in the spill file not yet sent
-        self._read_pos = 0  # byte offset of the first unsent spill line
         self.skip_upto: dict[str, int] = {}  # key -> last step already in the store (resumed runs)
-        self.sent = self.failures = 0
+        self.sent = self.failures = self.faults = 0  # faults: errors the sender met and lived through
         self.outage_seconds = 0.0
         self._overflow_at = max_in_memory  # queue length that triggers a spill; raised while the disk refuses
         self._refused = False  # the last spill write failed (warned once per streak)
-        self._spilled = adopt(self.spill_path, run_id)  # this run's own leftovers (a killed process): backlog
+        self._spill = SpillCursor(self.spill_path, run_id)  # this run's own leftovers (a killed process): backlog
         self._thread = threading.Thread(target=self._run, name="mlflow-run-sender", daemon=True)
         self._thread.start()
 
@@ -87,7 +87,7 @@ class MetricBuffer:
         count = min(count, len(self._queue))
         if count <= 0:
             return True
-        self._forget_a_removed_spill_locked()
+        self._spill.forget_if_removed()
         try:
             self.spill_path.parent.mkdir(parents=True, exist_ok=True)
             lines = "".join(to_line(self.run_id, record) for record in itertools.islice(self._queue, count))
@@ -100,38 +100,24 @@ class MetricBuffer:
             return False
         for _ in range(count):
             self._queue.popleft()
-        self._spilled += count
+        self._spill.appended(count)
         self._overflow_at, self._refused = self.max_in_memory, False
         return True
 
-    def _forget_a_removed_spill_locked(self) -> None:
-        """A spill file deleted mid-run (by hand): its records are gone; count from an empty file again."""
-        if self._spilled and not self.spill_path.exists():  # else the sender dies or reads a new file at an old offset
-            log.warning("%s was removed while the run was going: %d records it held are lost",
-                        self.spill_path, self._spilled)
-            self._spilled = self._read_pos = 0
-
     def _next_batch(self) -> tuple[list[tuple[Any, ...]], str, int]:
-        """Spilled (older) records go first so histories, tags and the status arrive in order."""
-        with self._lock:
-            self._forget_a_removed_spill_locked()
-            if self._spilled:
-                try:
-                    return self._read_spilled_locked()
-                except FileNotFoundError:  # removed by hand between the look above and the open
-                    self._forget_a_removed_spill_locked()
-            return [self._queue[i] for i in range(min(self.batch_size, len(self._queue)))], "memory", 0
+        """Spilled (older) records go first so histories, tags and the status arrive in order.
 
-    def _read_spilled_locked(self) -> tuple[list[tuple[Any, ...]], str, int]:
-        rows: list[tuple[Any, ...]] = []
-        with open(self.spill_path, encoding="utf-8") as handle:
-            handle.seek(self._read_pos)
-            while len(rows) < min(self.batch_size, self._spilled):
-                line = handle.readline()
-                if not line:
-                    break
-                rows.append(from_line(line)[1])
-            return rows, "spill", handle.tell()
+        While the spill file cannot be read, what is logged meanwhile goes (its records wait on disk)."""
+        with self._lock:
+            self._spill.forget_if_removed()
+            if self._spill.readable_now():
+                try:
+                    rows, position = self._spill.read(self.batch_size)
+                    if rows:
+                        return rows, "spill", position
+                except OSError as exc:
+                    self._fault(exc, f"cannot read {self.spill_path}; its {self._spill.waiting} records wait there")
+            return [self._queue[i] for i in range(min(self.batch_size, len(self._queue)))], "memory", 0
 
     def _acknowledge(self, batch: list[tuple[Any, ...]], origin: str, position: int) -> None:
         self.sent += sum(1 for record in batch if record[0] == "metric")
@@ -144,14 +130,25 @@ class MetricBuffer:
                         break
                     self._queue.popleft()
                 return
-            self._spilled -= len(batch)
-            self._read_pos = position
-            if not self._spilled:
-                self.spill_path.unlink(missing_ok=True)
-                self._read_pos = 0
+            self._spill.sent(len(batch), position)
 
     def _run(self) -> None:
+        """The sender, supervised: an error it did not expect is reported once and sending goes on."""
         name_this_thread()
+        while True:
+            try:
+                return self._send_until_closed()
+            except Exception as exc:  # noqa: BLE001 - a dead sender would strand every record logged after
+                self._fault(exc, "the sender goes on")
+                if self._closing.wait(self.flush_interval):
+                    return
+
+    def _fault(self, exc: Exception, outcome: str) -> None:
+        self.faults += 1
+        if self.faults == 1:
+            log.warning("tracking: %s (%s); %s", type(exc).__name__, first_line(exc), outcome)
+
+    def _send_until_closed(self) -> None:
         backoff, down_since = self.flush_interval, None
         while True:
             batch, origin, position = self._next_batch()
@@ -167,7 +164,7 @@ class MetricBuffer:
                 self.failures += 1
                 down_since = down_since or time.monotonic()
                 if self.failures == 1 or self.failures % 20 == 0:
-                    log.warning("tracking server unavailable (%s); buffering", str(exc).splitlines()[0][:200])
+                    log.warning("tracking server unavailable (%s); buffering", first_line(exc))
                 if self._closing.wait(backoff):
                     return
                 backoff = min(backoff * 2, 15.0)
@@ -186,17 +183,29 @@ class MetricBuffer:
 
     def flush(self, timeout: float) -> bool:
         """Wait up to `timeout` s for everything to be sent; True when nothing is pending."""
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
+        with self._lock:
+            self._spill.retry_now()  # a spill file that could not be read is tried once more now
         while time.monotonic() < deadline:
             if self.pending() == 0:
                 return True
+            if self._nothing_to_send(since=started):
+                return False
             self._wake.set()
             time.sleep(0.05)
         return self.pending() == 0
 
+    def _nothing_to_send(self, since: float) -> bool:
+        """Waiting cannot help: the sender is gone, or only the records of a spill file it failed to read
+        again (after `since`) are left."""
+        with self._lock:
+            unreadable = not self._queue and self._spill.failed_since(since)
+        return unreadable or not self._thread.is_alive()
+
     def pending(self) -> int:
         with self._lock:
-            return len(self._queue) + self._spilled
+            return len(self._queue) + self._spill.waiting
 
     def close(self, timeout: float) -> int:
         """Flush, stop the sender, spill the rest; return how many records stayed in the spill file."""
@@ -208,13 +217,5 @@ class MetricBuffer:
             if not self._spill_locked(len(self._queue)):
                 log.warning("%d records could not be written to %s and end with this process",
                             len(self._queue), self.spill_path)
-            if self._read_pos and self.spill_path.exists():  # keep only what was never sent
-                with open(self.spill_path, encoding="utf-8") as handle:
-                    handle.seek(self._read_pos)
-                    rest = handle.read()
-                try:
-                    replace_whole(self.spill_path, rest)
-                    self._read_pos = 0
-                except OSError:  # the sent records stay in front of the rest and re-send harmlessly
-                    pass
-            return self._spilled
+            self._spill.keep_only_unsent()
+            return self._spill.waiting

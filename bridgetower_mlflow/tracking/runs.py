@@ -31,18 +31,28 @@ def create_named_run(experiment_name: str, run_name: str, tags: dict[str, str]) 
     """A RUNNING run for others to resume (the ranks of a self-launched job); MLFLOW_RUN_ID's when set."""
     if os.environ.get("MLFLOW_RUN_ID"):
         return os.environ["MLFLOW_RUN_ID"]
-    import mlflow
     from mlflow.tracking import MlflowClient
 
     from .store_init import ready_store
 
     try:
         ready_store()
-        experiment = mlflow.set_experiment(experiment_name) if experiment_name else None
-        experiment_id = experiment.experiment_id if experiment else mlflow.tracking.fluent._get_experiment_id()
-        return create_run(MlflowClient(), str(experiment_id), run_name, tags)
+        return create_run(MlflowClient(), default_experiment_id(experiment_name), run_name, tags)
     except Exception as exc:  # noqa: BLE001 - server down, bad URI, permissions
         raise tracking_error("create the run", exc) from None
+
+
+def default_experiment_id(experiment_name: str = "") -> str:
+    """The experiment a run goes to, as MLflow's fluent start_run picks it: the name given, else MLflow's
+    MLFLOW_EXPERIMENT_NAME / MLFLOW_EXPERIMENT_ID, else its Default experiment (a missing name is created)."""
+    import mlflow
+    from mlflow.tracking.default_experiment import DEFAULT_EXPERIMENT_ID
+
+    name, given_id = experiment_name or os.environ.get("MLFLOW_EXPERIMENT_NAME"), os.environ.get("MLFLOW_EXPERIMENT_ID")
+    if not name and not given_id:
+        return DEFAULT_EXPERIMENT_ID
+    experiment = mlflow.set_experiment(experiment_name=name or None, experiment_id=None if name else given_id)
+    return str(experiment.experiment_id)
 
 
 def settle_run(client: MlflowClient, run_id: str, status: str, reason: str = "") -> Run:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..contract import NOTE_TAG, PARAMS_FILE, RUN_NAME_TAG, SYSTEM_PREFIX
 from ..errors import ConfigError, TrackingError
-from ..redact import redact_text
+from ..redact import first_line, redact_text
 from . import params as params_mod
 from .failures import tracking_error
 from .metric_buffer import MetricBuffer
@@ -107,28 +107,26 @@ class RunSession:
     def delete_tag(self, key: str) -> None:
         """Now, not queued: for a tag an earlier attempt left (a resumed run's stale `error`)."""
         if key in self.existing_tags:
-            self._retry(lambda: self.client.delete_tag(self.run_id, key), f"clear the {key} tag")
+            self._or_warn(lambda: self.client.delete_tag(self.run_id, key), f"clear the {key} tag")
 
     def set_description(self, text: str) -> None:
         self.set_tags({NOTE_TAG: text})
 
     def log_dict(self, data: Any, artifact_file: str) -> None:
-        self._retry(lambda: self.client.log_dict(self.run_id, data, artifact_file), f"log {artifact_file}")
+        self._or_warn(lambda: self.client.log_dict(self.run_id, data, artifact_file), f"log {artifact_file}")
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
-        self._retry(lambda: self.client.log_artifact(self.run_id, str(path), artifact_path), f"log {path}")
+        self._or_warn(lambda: self.client.log_artifact(self.run_id, str(path), artifact_path), f"log {path}")
 
-    def _retry(self, action: Callable[[], object], what: str, attempts: int = 3) -> bool:
-        """Tags and artifacts at phase ends: retried, then a warning (training results stay in the store)."""
-        for attempt in range(attempts):
-            try:
-                action()
-                return True
-            except Exception as exc:  # noqa: BLE001
-                if attempt == attempts - 1:
-                    log.warning("could not %s: %s", what, str(exc).splitlines()[0][:200])
-                time.sleep(2 ** attempt)
-        return False
+    def _or_warn(self, action: Callable[[], object], what: str) -> bool:
+        """Tags and artifacts at phase ends: one call (MLflow retries what an HTTP server may answer later,
+        with its own backoff and timeouts), then a warning (training results stay in the store)."""
+        try:
+            action()
+            return True
+        except Exception as exc:  # noqa: BLE001
+            log.warning("could not %s: %s", what, first_line(exc))
+            return False
 
     def finish(self, status: str, flush_timeout: float) -> int:
         """Queue the end status, flush, end the run locally; returns the records left in the spill file."""

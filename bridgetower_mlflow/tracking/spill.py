@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import TrackingError
+from ..redact import first_line
 from .spill_format import parse_lines, send_records, to_line
 
 log = logging.getLogger(__name__)
@@ -135,7 +136,7 @@ def _upload(path: Path) -> tuple[int, set[str]]:
             sent += send_records(client, run_id, group)
     except Exception as exc:  # noqa: BLE001
         raise TrackingError(f"tracking: upload of {path} stopped after {sent} metrics: "
-                            f"{str(exc).splitlines()[0][:200]}; run the command again when the server is up") from None
+                            f"{first_line(exc)}; run the command again when the server is up") from None
     aside = path if path.name.endswith(DAMAGED) else _aside_name(path)
     try:
         if bad:

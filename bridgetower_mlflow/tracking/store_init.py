@@ -25,13 +25,16 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
 
 
 def ready_store() -> None:
-    """Before the first run of a process: the tracking store exists with its schema (created under a lock)."""
+    """Before the first run of a process: the tracking store exists with its schema (a sqlite file's is created
+    under a lock). The first call through MLflow's client makes the store (and a database's schema); MLflow
+    keeps that store for the URI, so every later call uses the one made here."""
     import mlflow
-    from mlflow.tracking._tracking_service.utils import _get_store
+    from mlflow.tracking import MlflowClient
 
-    database = sqlite_file(mlflow.get_tracking_uri())
+    uri = mlflow.get_tracking_uri()
+    database = sqlite_file(uri)
     if database is None:
-        _get_store()  # type: ignore[no-untyped-call]
+        MlflowClient(uri).search_experiments(max_results=1)
         return
     with _exclusive(database.with_name(database.name + ".init-lock")):
-        _get_store()  # type: ignore[no-untyped-call]  # MLflow caches the store per URI: the one made here is the one every later call uses
+        MlflowClient(uri).search_experiments(max_results=1)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..redact import first_line
+
 log = logging.getLogger(__name__)
 
 
@@ -32,4 +34,4 @@ def log_dataset_inputs(config: Any, data: Any) -> None:
         mlflow.log_input(train, context="training")
         mlflow.log_input(evaluation, context="eval")
     except Exception as exc:  # noqa: BLE001 - the inputs panel is a convenience, never a reason to fail
-        log.warning("could not log dataset inputs: %s", str(exc).splitlines()[0][:200])
+        log.warning("could not log dataset inputs: %s", first_line(exc))

@@ -220,6 +220,9 @@ def launch_tracked(config: TrainConfig, adapter: Accelerator, device: DeviceInfo
         exc.run_id = run_id
         settle_run(client, run_id, KILLED, first_line(exc))
         raise
+    except Exception as exc:  # the ranks could not start (no mpirun on PATH): the run must not stay RUNNING
+        settle_run(client, run_id, FAILED, first_line(exc))
+        raise
     settle_run(client, run_id, FINISHED if code == 0 else FAILED, f"a rank exited with status {code}")
     if code != 0:
         raise LaunchFailed(f"devices: {config.devices} ranks were launched and one failed (exit {code}); "

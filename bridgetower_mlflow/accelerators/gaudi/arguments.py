@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+from ...contract import STOP_GRACE_SECONDS
 from ...errors import AcceleratorUnavailable, ConfigError
 
 OPTIMUM_PATH, NATIVE_PATH = "optimum-habana", "native"
@@ -95,13 +96,17 @@ def gaudi_config_overrides(precision: str) -> dict:
 
 def mpirun_command(devices: int, module_argv: list[str], *, physical_cores: int, cores_per_socket: int,
                    master_port: int = 29500, env: dict | None = None) -> list[str]:
-    """gaudi_spawn's single-node MPI line: one rank per device, cores split evenly, bound to cores."""
+    """gaudi_spawn's single-node MPI line: one rank per device, cores split evenly, bound to cores.
+
+    The ranks get the project's stop grace: OpenMPI waits odls_base_sigkill_timeout (1 s by default) after
+    its SIGTERM before it SIGKILLs them, whether it stops the job for a signal or for a rank that ended."""
     map_by = "slot" if cores_per_socket == 1 else "socket"  # one core per socket: a VM, as gaudi_spawn does
     per_rank = max(physical_cores // devices, 1)
     exports = {"MASTER_ADDR": "localhost", "MASTER_PORT": str(master_port), **(env or {})}
     return [
         "mpirun", "-n", str(devices), "--bind-to", "core", "--map-by", f"{map_by}:PE={per_rank}",
         "--rank-by", "slot", "--report-bindings", "--allow-run-as-root",
+        "--mca", "odls_base_sigkill_timeout", str(int(STOP_GRACE_SECONDS)),
         *[arg for key, value in exports.items() for arg in ("-x", f"{key}={value}")],
         sys.executable, "-m", "bridgetower_mlflow", *module_argv,
     ]

@@ -1,11 +1,16 @@
 """Center crop + bicubic resize + normalize on decoded CHW uint8 tensors, on any torch device.
 
-The CPU path (data/cpu_images.py) and the Habana pipeline (CENTER_CROP + resize) both take the
-central square and resize it to size x size; this does the same on the device that holds the pixels.
-Nothing here waits for the device: constants are made once, indices travel as non-blocking copies.
+An image at least the model's size: the central square, resized to size x size, as the Habana pipeline
+(CENTER_CROP + resize) does; within half a source pixel of the CPU path's resize-then-crop. A smaller one
+(a thumbnail) is upscaled as the CPU path and the study's transform do: the shorter edge to the size, then
+the central square. Its central square taken first would be shifted by up to half a source pixel, which
+upscaled is many output pixels. Nothing here waits for the device: constants are made once, indices travel
+as non-blocking copies.
 """
 
 from __future__ import annotations
+
+from ..cpu_images import resize_crop_geometry
 
 
 def center_square(height: int, width: int) -> tuple[int, int, int]:
@@ -34,23 +39,30 @@ class DeviceImageOps:
     def crop_resize(self, images: list):
         """List of (3,H,W) uint8 tensors -> (B,3,size,size) float tensor of 0..255 (rounded like uint8)."""
         import torch
-        import torch.nn.functional as F
 
         groups = _group_by_shape(images)
         out = None if len(groups) == 1 else torch.empty((len(images), 3, self.size, self.size),
                                                         dtype=torch.float32, device=self.device)
-        for shape, positions in groups.items():
-            top, left, side = center_square(shape[0], shape[1])
-            batch = torch.stack([images[i][:, top:top + side, left:left + side] for i in positions]).float()
-            if side != self.size:
-                # the antialias kernel is PIL's bicubic (a=-0.5) both ways; the plain one uses a=-0.75
-                batch = F.interpolate(batch, size=(self.size, self.size), mode="bicubic", align_corners=False,
-                                      antialias=True)
-            batch = batch.clamp_(0, 255).round_()
+        for (height, width), positions in groups.items():
+            batch = self._resized(torch.stack([images[i] for i in positions]), height, width)
             if out is None:
                 return batch
             out.index_copy_(0, self._to_device(torch.tensor(positions, dtype=torch.long)), batch)
         return out
+
+    def _resized(self, batch, height: int, width: int):
+        """(N,3,H,W) uint8 of one shape -> (N,3,size,size) float: cropped then resized, or a thumbnail upscaled."""
+        import torch.nn.functional as F
+
+        if min(height, width) >= self.size:
+            top, left, side = center_square(height, width)
+            batch, height, width = batch[:, :, top:top + side, left:left + side], side, side
+        new_w, new_h, left, top = resize_crop_geometry(width, height, self.size)
+        batch = batch.float()
+        if (new_h, new_w) != tuple(batch.shape[-2:]):
+            # the antialias kernel is PIL's bicubic (a=-0.5) both ways; the plain one uses a=-0.75
+            batch = F.interpolate(batch, size=(new_h, new_w), mode="bicubic", align_corners=False, antialias=True)
+        return batch[:, :, top:top + self.size, left:left + self.size].clamp(0, 255).round_()
 
     def normalize(self, pixels):
         """(B,3,H,W) float 0..255 -> (x/255 - mean) / std, in place."""

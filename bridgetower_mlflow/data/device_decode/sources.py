@@ -85,10 +85,14 @@ class JpegBytesCollate:
         jpegs, sources, on_device = [], [], []
         for item in items:
             value = item[self.image_column]
-            data = read_bytes(value)
+            source = value.get("path") if isinstance(value, dict) else str(value)
+            try:
+                data = read_bytes(value)
+                on_device.append(device_decodable(data))
+            except StopIteration:  # out of here, a DataLoader takes it for the end of the data: the epoch ends
+                raise DataError(f"image {source}: cannot read (StopIteration)") from None
             jpegs.append(torch.from_numpy(np.frombuffer(data, dtype=np.uint8).copy()))
-            sources.append(value.get("path") if isinstance(value, dict) else str(value))
-            on_device.append(device_decodable(data))
+            sources.append(source)
         return {
             "jpegs": jpegs,
             "sources": sources,
