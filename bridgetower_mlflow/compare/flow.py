@@ -94,8 +94,8 @@ def _fetch(client: MlflowClient, scope: CompareScope) -> FetchedRuns:
     except MlflowException as exc:
         if exc.error_code != "INVALID_PARAMETER_VALUE":
             raise
-        message = str(exc.message).splitlines()[0]
-        raise ConfigError("filter", scope.filter_string, f"an MLflow filter joined with AND ({message})") from None
+        raise ConfigError("filter", scope.filter_string,
+                          f"an MLflow filter joined with AND ({first_line(exc)})") from None
 
 
 def write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool = False,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ..data.cpu_images import CLIP_MEAN, CLIP_STD, ImageSpec
 from ..data.sample import default_sample_dir, describe_os_error, text_corpus
 from ..errors import ConfigError, DataError
+from ..redact import first_line
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -126,9 +127,8 @@ def _load_pretrained(name: str) -> LoadedModel:
         model = BridgeTowerForContrastiveLearning.from_pretrained(name)
         tokenizer = AutoTokenizer.from_pretrained(name)
     except (OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError("model", name,
-                          f"allowed: tiny, base, large, a Hub id or a local checkpoint ({first})") from None
+                          f"allowed: tiny, base, large, a Hub id or a local checkpoint ({first_line(exc)})") from None
     try:
         processor = AutoImageProcessor.from_pretrained(name)
         mean, std = tuple(processor.image_mean), tuple(processor.image_std)
