@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import METRICS_PER_BATCH
+from ..disk_space import disk_errno, full_line
 from ..redact import first_line
 from ..telemetry.thread_names import name_this_thread
 from .spill import append_whole
@@ -44,7 +45,8 @@ class MetricBuffer:
         self.sent = self.failures = self.faults = 0  # faults: errors the sender met and lived through
         self.outage_seconds = 0.0
         self._overflow_at = max_in_memory  # queue length that triggers a spill; raised while the disk refuses
-        self._refused = False  # the last spill write failed (warned once per streak)
+        self._refused: OSError | None = None  # why the last spill write failed (warned once per streak)
+        self.loss_line = ""  # set by close() when records could be neither sent nor spilled for lack of disk
         self._spill = SpillCursor(self.spill_path, run_id)  # this run's own leftovers (a killed process): backlog
         self._thread = threading.Thread(target=self._run, name="mlflow-run-sender", daemon=True)
         self._thread.start()
@@ -93,15 +95,15 @@ class MetricBuffer:
             lines = "".join(to_line(self.run_id, record) for record in itertools.islice(self._queue, count))
             append_whole(self.spill_path, lines)
         except OSError as exc:
-            if not self._refused:
+            if self._refused is None:
                 log.warning("cannot write %s (%s): %d records wait in memory until they are written or sent",
                             self.spill_path, exc.strerror or exc, len(self._queue))
-            self._refused = True
+            self._refused = exc
             return False
         for _ in range(count):
             self._queue.popleft()
         self._spill.appended(count)
-        self._overflow_at, self._refused = self.max_in_memory, False
+        self._overflow_at, self._refused = self.max_in_memory, None
         return True
 
     def _next_batch(self) -> tuple[list[tuple[Any, ...]], str, int]:
@@ -217,5 +219,8 @@ class MetricBuffer:
             if not self._spill_locked(len(self._queue)):
                 log.warning("%d records could not be written to %s and end with this process",
                             len(self._queue), self.spill_path)
+                if self._refused is not None and disk_errno(self._refused) is not None:
+                    self.loss_line = full_line("tracking", f"the metric spill ({len(self._queue)} records not sent)",
+                                               self.spill_path.parent, code=disk_errno(self._refused))
             self._spill.keep_only_unsent()
             return self._spill.waiting

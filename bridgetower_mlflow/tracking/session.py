@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import NOTE_TAG, PARAMS_FILE, RUN_NAME_TAG, SYSTEM_PREFIX
-from ..errors import ConfigError, TrackingError
+from ..errors import ConfigError, DiskFull, TrackingError
 from ..redact import first_line, redact_text
 from . import params as params_mod
 from .failures import tracking_error
@@ -142,6 +142,8 @@ class RunSession:
             except Exception:  # noqa: BLE001 - the server is away; the spill file holds the status
                 pass
         self._spill_lock.close()
+        if self.buffer.loss_line:  # the server away and no room to keep what it missed: say so, exit 1
+            raise DiskFull(self.buffer.loss_line)
         return left
 
 

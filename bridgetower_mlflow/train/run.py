@@ -26,7 +26,7 @@ from ..contract import (
     WAIT_METRIC,
     input_bound_label,
 )
-from ..errors import ConfigError, LaunchFailed
+from ..errors import ConfigError, DiskFull, LaunchFailed
 from ..launch.collectives import barrier, broadcast_from_main
 from ..launch.signals import Stopped
 from ..redact import first_line
@@ -176,7 +176,10 @@ class TrackedRun:
         self.session.buffer.persist()
         # an upload in flight may finish inside the grace: a resume elsewhere then starts from it
         settle_uploads(self.run_id, STOP_FLUSH_TIMEOUT if status == "KILLED" else min(FLUSH_TIMEOUT, 60))
-        self.session.finish(status, STOP_FLUSH_TIMEOUT if status == "KILLED" else min(FLUSH_TIMEOUT, 30))
+        try:
+            self.session.finish(status, STOP_FLUSH_TIMEOUT if status == "KILLED" else min(FLUSH_TIMEOUT, 30))
+        except DiskFull as lost:  # what failed the run comes first; the records lost with it are a warning
+            log.warning("%s", lost)
         outcome = "KILLED" if status == "KILLED" else "FAILED"
         self._settle_project_run(outcome, f"the resumed run {self.run_id} did not finish: {first_line(exc)}")
 
