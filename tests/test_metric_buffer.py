@@ -210,12 +210,27 @@ def test_a_checkpoint_during_a_hung_send_loses_nothing(server, tmp_path):
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(30)]
 
 
+def _sender_asleep(buffer, timeout=30.0):
+    """Wait until the sender has looked, found nothing and sleeps for its interval: a sender the scheduler
+    starts late (CI under load) would otherwise read what the test spills before the test removes it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        frame, names = sys._current_frames().get(buffer._thread.ident), []
+        while frame is not None:
+            names.append(frame.f_code.co_name)
+            frame = frame.f_back
+        if names[:2] == ["wait", "wait"] and "_send_until_closed" in names:
+            return buffer
+        time.sleep(0.01)
+    raise TimeoutError(f"the sender did not go to sleep within {timeout} s")
+
+
 @pytest.mark.parametrize("spilled_again", [False, True], ids=["then-sent", "then-spilled-again"])
 def test_a_spill_file_removed_mid_run_does_not_stop_the_sender(sqlite_uri, tmp_path, caplog, spilled_again):
     client = MlflowClient(sqlite_uri)
     run_id = client.create_run(client.create_experiment("e")).info.run_id
     spill = tmp_path / "spill.jsonl"
-    buffer = MetricBuffer(client, run_id, spill, flush_interval=60)  # the sender waits until close flushes
+    buffer = _sender_asleep(MetricBuffer(client, run_id, spill, flush_interval=60))  # it waits until close flushes
     for step in range(5):
         buffer.log_metric("loss", float(step), step)
     buffer.persist()
@@ -239,7 +254,7 @@ def test_a_spill_file_removed_while_the_sender_opens_it_does_not_stop_the_sender
     client = MlflowClient(sqlite_uri)
     run_id = client.create_run(client.create_experiment("e")).info.run_id
     spill = tmp_path / "spill.jsonl"
-    buffer = MetricBuffer(client, run_id, spill, flush_interval=60)
+    buffer = _sender_asleep(MetricBuffer(client, run_id, spill, flush_interval=60))
     for step in range(5):
         buffer.log_metric("loss", float(step), step)
     buffer.persist()
@@ -264,7 +279,7 @@ def test_a_spill_file_removed_while_the_sender_opens_it_does_not_stop_the_sender
 def test_a_line_in_the_spill_that_is_not_a_record_is_skipped_and_the_sender_goes_on(server, tmp_path, caplog, garbage):
     client, run_id = server.new_run()
     spill = tmp_path / "spill.jsonl"
-    buffer = MetricBuffer(client, run_id, spill, flush_interval=60)  # the sender waits until close flushes
+    buffer = _sender_asleep(MetricBuffer(client, run_id, spill, flush_interval=60))  # it waits until close flushes
     for step in range(5):
         buffer.log_metric("loss", float(step), step)
     buffer.persist()

@@ -271,17 +271,23 @@ def _resume_step(log):
 
 
 def test_resume_with_a_different_learning_rate_is_refused(cache_dir, sqlite_uri, tmp_path):
-    args = ["--max-steps", "5", "--save-steps", "5", "--per-device-train-batch-size", "8", "--dataloader-num-workers",
-            "0", "--log-model", "false", "--output-dir", str(tmp_path / "out")]
-    done = _train(args)
-    _, err = done.communicate(timeout=600)
-    assert done.returncode == 0, err[-3000:]
+    out = tmp_path / "out"
+    args = ["--max-steps", "400", "--save-steps", "5", "--per-device-train-batch-size", "8", "--dataloader-num-workers",
+            "0", "--log-model", "false", "--output-dir", str(out)]
+    stopped = _train(args, log_path=tmp_path / "first.log", start_new_session=True)
+    _wait_for(lambda: list(out.glob("*/checkpoint-5/trainer_state.json")) or stopped.poll() is not None,
+              "checkpoint 5", seen=lambda: (tmp_path / "first.log").read_text()[-2000:])
+    os.killpg(stopped.pid, signal.SIGTERM)  # a run that did not finish: the one kind a resume may continue
+    stopped.wait(timeout=300)
+    client = MlflowClient(sqlite_uri)
+    run_id = _one_run(client)
+    assert client.get_run(run_id).info.status == "KILLED", (tmp_path / "first.log").read_text()[-3000:]
     again = _train([*args, "--resume", "true", "--learning-rate", "5e-5"])
     _, err = again.communicate(timeout=600)
     assert again.returncode == 2
     assert err.strip().splitlines()[-1].startswith("error: learning_rate: invalid value '5e-05'; allowed: '1e-05'")
     assert no_running_runs(sqlite_uri) == []
-    assert MlflowClient(sqlite_uri).search_runs(["0"])[0].info.status == "FINISHED"  # left as it was
+    assert client.get_run(run_id).info.status == "KILLED"  # left as it was
 
 
 def test_outage_under_the_product_defaults_with_another_stores_leftovers(cache_dir, tmp_path, monkeypatch):

@@ -26,3 +26,27 @@ def test_a_run_lands_in_its_experiment_when_another_process_created_it_first(sql
         assert MlflowClient(sqlite_uri).get_run(session.run_id).info.experiment_id == experiment_id
     finally:
         session.finish("FINISHED", 30)
+
+
+def test_starting_a_run_in_process_leaves_no_active_experiment_behind(tmp_path, monkeypatch):
+    """Python callers (and the tests) run train and compare in one process against several stores: an experiment
+    made active in one store's numbering was then the experiment of the next store's `mlflow.start_run()`."""
+    import mlflow
+
+    from bridgetower_mlflow.tracking.runs import create_named_run
+
+    first = f"sqlite:///{tmp_path / 'first.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", first)
+    mlflow.set_tracking_uri(first)
+    for name in ("a", "b", "c"):  # ids 1..3 exist in the first store only
+        MlflowClient(first).create_experiment(name)
+    create_named_run("c", "compare", {})
+    RunSession.start("b", "train", {}).finish("FINISHED", 30)
+    second = f"sqlite:///{tmp_path / 'second.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", second)
+    mlflow.set_tracking_uri(second)
+    try:
+        with mlflow.start_run() as run:  # a fresh store: its Default experiment
+            assert run.info.experiment_id == "0"
+    finally:
+        mlflow.set_tracking_uri(None)

@@ -44,15 +44,30 @@ def create_named_run(experiment_name: str, run_name: str, tags: dict[str, str]) 
 
 def default_experiment_id(experiment_name: str = "") -> str:
     """The experiment a run goes to, as MLflow's fluent start_run picks it: the name given, else MLflow's
-    MLFLOW_EXPERIMENT_NAME / MLFLOW_EXPERIMENT_ID, else its Default experiment (a missing name is created)."""
-    import mlflow
+    MLFLOW_EXPERIMENT_NAME / MLFLOW_EXPERIMENT_ID, else its Default experiment (a missing name is created).
+
+    Through the client, not set_experiment: nothing is left active in this process for a later store's
+    runs, and a name another process creates at the same moment is looked up again."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
     from mlflow.tracking.default_experiment import DEFAULT_EXPERIMENT_ID
 
     name, given_id = experiment_name or os.environ.get("MLFLOW_EXPERIMENT_NAME"), os.environ.get("MLFLOW_EXPERIMENT_ID")
-    if not name and not given_id:
-        return DEFAULT_EXPERIMENT_ID
-    experiment = mlflow.set_experiment(experiment_name=name or None, experiment_id=None if name else given_id)
-    return str(experiment.experiment_id)
+    client = MlflowClient()
+    if not name:
+        return str(client.get_experiment(given_id).experiment_id) if given_id else DEFAULT_EXPERIMENT_ID
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        return str(found.experiment_id)
+    try:
+        return str(client.create_experiment(name))
+    except MlflowException as exc:
+        if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+        again = client.get_experiment_by_name(name)
+        if again is None:
+            raise
+        return str(again.experiment_id)
 
 
 def settle_run(client: MlflowClient, run_id: str, status: str, reason: str = "") -> Run:

@@ -63,20 +63,19 @@ class RunSession:
         """Resume `resume_run_id` or MLFLOW_RUN_ID (mlflow run, sweeps), else start a new run."""
         import mlflow
 
+        from .runs import default_experiment_id
         from .store_init import ready_store
 
         _probe_server(mlflow.get_tracking_uri())
         try:
             ready_store()
             run_id = resume_run_id or os.environ.get("MLFLOW_RUN_ID")
-            # set_experiment's return value, not the active experiment: where another process created the
-            # experiment between MLflow's look-up and its create, it returns it without making it active
-            experiment = mlflow.set_experiment(experiment_name) if not run_id and experiment_name else None
+            experiment_id = default_experiment_id(experiment_name) if not run_id and experiment_name else None
             previous = mlflow.tracking.MlflowClient().get_run(resume_run_id).info.status if resume_run_id else None
             # MLflow's own monitor thread stops for good at its first failed get_run: the project's
             # monitor drives MLflow's collectors instead (telemetry.samplers.mlflow_collectors)
             active = mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name or None, tags=tags,
-                                      experiment_id=experiment.experiment_id if experiment else None,
+                                      experiment_id=experiment_id,
                                       log_system_metrics=False)
         except Exception as exc:  # noqa: BLE001 - server down, bad URI, permissions
             raise tracking_error("start the run", exc) from None
