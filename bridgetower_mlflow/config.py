@@ -105,6 +105,18 @@ def steps_or_epochs(name: str, value: Any) -> int:
     return steps
 
 
+def step_range(name: str, value: Any) -> str:
+    """`A-B`: the first and last global step of a window (1 <= A <= B), normalized; empty for none."""
+    text = str(value).strip()
+    if not text:
+        return ""
+    found = re.fullmatch(r"(\d+)\s*-\s*(\d+)", text)
+    if not found or not 1 <= int(found.group(1)) <= int(found.group(2)):
+        raise ConfigError(name, value, "allowed: A-B, the first and last global step to profile (1 <= A <= B), "
+                                       "or empty for no profile")
+    return f"{int(found.group(1))}-{int(found.group(2))}"
+
+
 def register_name(field_name: str, value: Any) -> str:
     name = str(value).strip()
     if name and (len(name) > 250 or any(c in name for c in "/:@%\\") or ".." in name):
@@ -179,6 +191,8 @@ class TrainConfig:
     learning_rate: float = option(1e-5, positive_number, "peak learning rate")
     throughput_warmup_steps: int = option(3, whole(0), "steps left out of train_samples_per_second")
     logging_steps: int = option(10, whole(1), "steps between logged losses and step throughput")
+    profile_steps: str = option("", step_range, "A-B: a torch.profiler window over global steps A..B, logged under "
+                                "profile/ and kept out of the measured window; empty: off")
     seed: int = option(42, whole(0), "random seed")
     precision: str = option("auto", choice(*PRECISIONS), "auto, fp32 or bf16")
     max_seq_length: int = option(128, whole(8), "caption tokens")
@@ -226,7 +240,32 @@ def build_train_config(**raw: Any) -> TrainConfig:
     if config.device_decode and config.image_backend != "fast":
         raise ConfigError("image_backend", config.image_backend, "allowed: fast when device_decode is true (device "
                                                                  "loaders decode on the accelerator, not with it)")
+    check_profile_window(config)
     return config
+
+
+def profile_window(config: TrainConfig) -> tuple[int, int] | None:
+    """(first, last) global step of the profiler window; None when off."""
+    if not config.profile_steps:
+        return None
+    first, last = config.profile_steps.split("-")
+    return int(first), int(last)
+
+
+def check_profile_window(config: TrainConfig) -> None:
+    """The window lies after the warmup, within max_steps, and leaves a measured step outside it."""
+    window = profile_window(config)
+    if window is None:
+        return
+    (first, last), warmup, steps = window, config.throughput_warmup_steps, config.max_steps
+    if first <= warmup:
+        raise ConfigError("profile_steps", config.profile_steps, f"allowed: steps after the {warmup} warmup steps "
+                          f"(A > {warmup}): the warmup is not the steady state a profile should show")
+    if steps > 0 and last > steps:
+        raise ConfigError("profile_steps", config.profile_steps, f"allowed: steps within max_steps ({steps})")
+    if steps > 0 and steps - warmup - (last - first + 1) < 1:
+        raise ConfigError("profile_steps", config.profile_steps, "allowed: a window that leaves at least one "
+                          "measured step (profiled steps are kept out of train_samples_per_second)")
 
 
 def to_cli_args(config: TrainConfig) -> list[str]:

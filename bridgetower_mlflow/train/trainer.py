@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ..data.cpu_images import normalize_batch
 from ..telemetry.loader_wait import TimedLoader
+from ..telemetry.phases import BACKWARD_END, FORWARD_END, INPUT_END, INPUT_START
 from .loaders import ResumingLoader
 
 if TYPE_CHECKING:
-    from ..accelerators.base import DeviceLoader
+    from ..accelerators.base import DeviceLoader, PhaseTiming
     from ..config import TrainConfig
     from ..data.cpu_images import ImageSpec
+    from ..telemetry.profiler_window import ProfilerWindow
+    from ..telemetry.step_timing import StepTimingCallback
     from ..telemetry.throughput import ThroughputCallback
     from ..tracking.metric_buffer import MetricBuffer
     from ..tracking.null_sink import NullSink
     from .prepare import Prepared
+
+log = logging.getLogger(__name__)
 
 
 def build_trainer_class(base: type[Any]) -> type[Any]:
@@ -25,6 +31,9 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
         device_loader: DeviceLoader | None = None  # when decoding on the device
         image: ImageSpec  # set by build_trainer
         train_loader: ResumingLoader | None = None
+        step_timing: StepTimingCallback | None = None  # set by build_trainer
+        _timed: StepTimingCallback | None = None  # inside a training step: the points of the step are marked
+        _hooked = False  # the all-reduce timing is registered on the wrapped model
 
         @property
         def timed_loader(self) -> TimedLoader | None:
@@ -47,15 +56,50 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
             finally:
                 self.args.dataloader_drop_last = drop_last
 
+        def training_step(self, model: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+            timing = self.step_timing
+            if timing is None:
+                return super().training_step(model, inputs, *args, **kwargs)
+            if not self._hooked:
+                self._hooked = True
+                timing.hook_all_reduce(model)
+            self._timed = timing
+            try:
+                loss = super().training_step(model, inputs, *args, **kwargs)
+            finally:
+                self._timed = None
+            timing.mark(BACKWARD_END)
+            return loss
+
+        def compute_loss(self, model: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+            out = super().compute_loss(model, inputs, *args, **kwargs)
+            if self._timed is not None:
+                self._timed.mark(FORWARD_END)
+            return out
+
         def _prepare_inputs(self, inputs: Any) -> Any:
+            timed = self._timed
+            if timed is not None:
+                timed.mark(INPUT_START)
+                timed.add_samples(_rows(inputs))
             inputs = super()._prepare_inputs(inputs)
             pixels = inputs.get("pixel_values")
             if pixels is not None and not pixels.is_floating_point():
                 # uint8 from the CPU loader: one fused normalize per batch, on the device
                 inputs["pixel_values"] = normalize_batch(pixels, self.image.mean, self.image.std)
+            if timed is not None:
+                timed.mark(INPUT_END)
             return inputs
 
     return BridgeTowerTrainer
+
+
+def _rows(inputs: Any) -> int:
+    """The rows of a batch (its first tensor's first dimension)."""
+    for value in inputs.values():
+        if hasattr(value, "shape") and len(value.shape):
+            return int(value.shape[0])
+    return 0
 
 
 def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | NullSink
@@ -63,6 +107,7 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
     """(trainer, throughput callback) for `prepared`; metrics go to `sink` (a MetricBuffer or NullSink)."""
     from ..data.collate import collate_batch
     from ..telemetry.progress import ProgressPrinter, progress_seconds
+    from ..telemetry.step_timing import StepTimingCallback
     from ..telemetry.throughput import ThroughputCallback
     from .evaluate import keep_embeddings, retrieval_metrics_fn
 
@@ -74,17 +119,40 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
     throughput = ThroughputCallback(sink, lambda: getattr(holder.get("trainer"), "timed_loader", None),
                                     args.per_device_train_batch_size * world * args.gradient_accumulation_steps,
                                     config.throughput_warmup_steps, int(args.logging_steps))
+    timing = StepTimingCallback(sink, _phase_timing(prepared), throughput.wait_seconds,
+                                config.throughput_warmup_steps, int(args.logging_steps), _profile(config, prepared))
+    cls.step_timing = timing
     captions = [r[prepared.data.caption_column] for r in prepared.data.validation_rows]
     durable = _persist_on_save(sink)
     trainer = cls(model=prepared.loaded.model, args=args, train_dataset=prepared.data.train,
                   eval_dataset=prepared.data.validation, data_collator=collate_batch,
-                  callbacks=[throughput, ProgressPrinter(throughput, progress_seconds()), durable,
+                  callbacks=[timing, throughput, ProgressPrinter(throughput, progress_seconds()), durable,
                              *prepared.recipe.callbacks],
                   compute_metrics=retrieval_metrics_fn(captions), preprocess_logits_for_metrics=keep_embeddings,
                   **prepared.recipe.trainer_kwargs)
     holder["trainer"] = trainer
     _console_without_trainer_speeds(trainer)
     return trainer, throughput
+
+
+def _phase_timing(prepared: Prepared) -> PhaseTiming | None:
+    """How this device times a step's phases; None (no breakdown, a warning) where asking it fails."""
+    try:
+        return prepared.adapter.phase_timing(prepared.recipe, prepared.args)
+    except Exception as exc:  # noqa: BLE001 - telemetry fails soft
+        log.warning("phase breakdown off: %s", exc)
+        return None
+
+
+def _profile(config: TrainConfig, prepared: Prepared) -> ProfilerWindow | tuple[int, int] | None:
+    """The profiler window on the first rank; the steps it takes, which every rank keeps out of its window."""
+    from ..config import profile_window
+    from ..telemetry.profiler_window import ProfilerWindow
+
+    window = profile_window(config)
+    if window is None or prepared.args.process_index != 0:
+        return window
+    return ProfilerWindow(*window, prepared.adapter.profiler_activities())
 
 
 def _console_without_trainer_speeds(trainer: Any) -> None:
