@@ -88,7 +88,8 @@ def phase_tags(report: PhaseReport | None, metrics: dict[str, float], world_size
     for phase in (p for p in PHASES if phase_fraction_metric(p) not in metrics):
         holder = next((name for name, parts in report.merged if phase in parts), None)
         if phase == PHASE_ALL_REDUCE:
-            why = "one device, no gradient all-reduce" if world_size == 1 else report.all_reduce or "not timed"
+            why = ("one device, no gradient all-reduce" if world_size == 1
+                   else report.all_reduce or timing.all_reduce or "not timed")
             notes.append(f"{phase}: {why}")
         elif holder is not None:
             notes.append(f"{phase}: inside {holder}")
