@@ -61,6 +61,7 @@ GAUDI_TESTS := tests/test_gaudi_stack.py tests/test_gaudi_recipe.py tests/test_a
 	tests/test_media_pipe.py tests/test_gaudi_detect.py tests/test_device_telemetry.py tests/test_train_project.py \
 	tests/test_resume_loaders.py tests/test_resume_checkpoint.py tests/test_model_serving.py tests/test_modeling.py \
 	tests/test_efficiency.py tests/test_throughput.py tests/test_environments.py tests/test_small_splits.py
+GAUDI_TESTS += tests/test_phases_gaudi.py tests/test_phases.py  # the phase breakdown through the real GaudiTrainer
 
 test: lint install-gaudi
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile  # files side by side: many tests wait on servers and clocks

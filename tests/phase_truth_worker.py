@@ -11,6 +11,7 @@ DDP over gloo, and one rank can sleep longer in forward: the other then waits th
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -40,7 +41,7 @@ class Observer:
             time.sleep((SLEEP_MS[part] + extra_ms) / 1000)
 
 
-def build(observer: Observer, output_dir: str, forward_extra_ms: float, world: int):
+def build(observer: Observer, output_dir: str, forward_extra_ms: float, world: int, unmarked: frozenset = frozenset()):
     import torch
     from transformers import Trainer, TrainingArguments
 
@@ -89,7 +90,9 @@ def build(observer: Observer, output_dir: str, forward_extra_ms: float, world: i
         loader = holder["trainer"].timed_loader
         return loader.wait_seconds if loader is not None else 0.0
 
-    timing = StepTimingCallback(NullSink(), CpuAccelerator("cpu").phase_timing(None, args), waited, WARMUP, 5)
+    plan = dataclasses.replace(CpuAccelerator("cpu").phase_timing(None, args), unmarked=unmarked,
+                               merged_why="the test's plan")
+    timing = StepTimingCallback(NullSink(), plan, waited, WARMUP, 5)
     cls.step_timing = timing
     rows = STEPS * BATCH * world * 2  # every rank fetches (and prefetches) one batch per step, to the end
     trainer = cls(model=model, args=args, train_dataset=[{"i": i} for i in range(rows)],
@@ -104,6 +107,7 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--delay-rank", type=int, default=-1)
     parser.add_argument("--delay-ms", type=float, default=0.0)
+    parser.add_argument("--unmarked", default="", help="points not marked, comma-separated (a lazy-mode plan)")
     options = parser.parse_args()
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     import tempfile
@@ -113,7 +117,8 @@ def main() -> None:
     observer = Observer()
     extra = options.delay_ms if rank == options.delay_rank else 0.0
     with tempfile.TemporaryDirectory() as output_dir:
-        trainer, timing = build(observer, output_dir, extra, world)
+        unmarked = frozenset(filter(None, options.unmarked.split(",")))
+        trainer, timing = build(observer, output_dir, extra, world, unmarked)
         trainer.train()
     window = timing.result()
     report = timing.report()

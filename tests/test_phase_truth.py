@@ -67,3 +67,15 @@ def test_two_ranks_show_the_wait_for_the_slower_rank_as_all_reduce(tmp_path):
     assert waited == pytest.approx(DELAY_MS / 1000, rel=0.10)
     assert _per_step(fast, "all_reduce") == pytest.approx(waited, rel=0.10)
     assert _per_step(slow, "all_reduce") < 0.1 * waited  # the slow rank waits for nobody
+
+
+def test_a_lazy_mode_plan_recovers_forward_and_backward_as_one_merged_phase(tmp_path):
+    """Gaudi lazy mode's plan (no marks inside the step's graph) on the same known parts."""
+    (result,) = _run(tmp_path, [sys.executable], "--unmarked", "h2d_end,forward_end,grads_ready")
+    merged = _per_step(result, "forward_backward")
+    assert merged == pytest.approx(_observed(result, "forward") + _observed(result, "backward"), rel=0.10)
+    for part in ("data_wait", "optimizer"):
+        assert _per_step(result, part) == pytest.approx(_observed(result, part), rel=0.10), part
+    assert result["merged"] == [["forward_backward", ["host_to_device", "forward", "backward"]]]
+    assert not {f"train_phase_{part}_seconds_per_step" for part in ("host_to_device", "forward", "backward")} & set(
+        result["figures"])
