@@ -15,6 +15,7 @@ from typing import Any
 
 from .contract import ACCELERATOR_KINDS, FALSE_WORDS, TRUE_WORDS
 from .errors import ConfigError
+from .profile_steps import check_profile_window, step_range, step_window
 from .redact import secret_name
 
 Parser = Callable[[str, Any], Any]  # (field name, raw value) -> the field's value
@@ -103,18 +104,6 @@ def steps_or_epochs(name: str, value: Any) -> int:
     if steps == 0 or steps < -1:
         raise ConfigError(name, value, "allowed: a whole number >= 1, or -1 to train by epochs")
     return steps
-
-
-def step_range(name: str, value: Any) -> str:
-    """`A-B`: the first and last global step of a window (1 <= A <= B), normalized; empty for none."""
-    text = str(value).strip()
-    if not text:
-        return ""
-    found = re.fullmatch(r"(\d+)\s*-\s*(\d+)", text)
-    if not found or not 1 <= int(found.group(1)) <= int(found.group(2)):
-        raise ConfigError(name, value, "allowed: A-B, the first and last global step to profile (1 <= A <= B), "
-                                       "or empty for no profile")
-    return f"{int(found.group(1))}-{int(found.group(2))}"
 
 
 def register_name(field_name: str, value: Any) -> str:
@@ -240,32 +229,13 @@ def build_train_config(**raw: Any) -> TrainConfig:
     if config.device_decode and config.image_backend != "fast":
         raise ConfigError("image_backend", config.image_backend, "allowed: fast when device_decode is true (device "
                                                                  "loaders decode on the accelerator, not with it)")
-    check_profile_window(config)
+    check_profile_window(config.profile_steps, config.throughput_warmup_steps, config.max_steps)
     return config
 
 
 def profile_window(config: TrainConfig) -> tuple[int, int] | None:
     """(first, last) global step of the profiler window; None when off."""
-    if not config.profile_steps:
-        return None
-    first, last = config.profile_steps.split("-")
-    return int(first), int(last)
-
-
-def check_profile_window(config: TrainConfig) -> None:
-    """The window lies after the warmup, within max_steps, and leaves a measured step outside it."""
-    window = profile_window(config)
-    if window is None:
-        return
-    (first, last), warmup, steps = window, config.throughput_warmup_steps, config.max_steps
-    if first <= warmup:
-        raise ConfigError("profile_steps", config.profile_steps, f"allowed: steps after the {warmup} warmup steps "
-                          f"(A > {warmup}): the warmup is not the steady state a profile should show")
-    if steps > 0 and last > steps:
-        raise ConfigError("profile_steps", config.profile_steps, f"allowed: steps within max_steps ({steps})")
-    if steps > 0 and steps - warmup - (last - first + 1) < 1:
-        raise ConfigError("profile_steps", config.profile_steps, "allowed: a window that leaves at least one "
-                          "measured step (profiled steps are kept out of train_samples_per_second)")
+    return step_window(config.profile_steps)
 
 
 def to_cli_args(config: TrainConfig) -> list[str]:

@@ -7,15 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.cpu_images import normalize_batch
 from ..telemetry.loader_wait import TimedLoader
-from ..telemetry.phases import BACKWARD_END, FORWARD_END, INPUT_END, INPUT_START
 from .loaders import ResumingLoader
+from .step_marks import with_step_marks
 
 if TYPE_CHECKING:
     from ..accelerators.base import DeviceLoader, PhaseTiming
     from ..config import TrainConfig
     from ..data.cpu_images import ImageSpec
     from ..telemetry.profiler_window import ProfilerWindow
-    from ..telemetry.step_timing import StepTimingCallback
     from ..telemetry.throughput import ThroughputCallback
     from ..tracking.metric_buffer import MetricBuffer
     from ..tracking.null_sink import NullSink
@@ -25,15 +24,12 @@ log = logging.getLogger(__name__)
 
 
 def build_trainer_class(base: type[Any]) -> type[Any]:
-    """Subclass the recipe's Trainer (Trainer or GaudiTrainer) with the project's data hooks."""
+    """Subclass the recipe's Trainer (Trainer or GaudiTrainer) with the project's data hooks and step marks."""
 
     class BridgeTowerTrainer(base):
         device_loader: DeviceLoader | None = None  # when decoding on the device
         image: ImageSpec  # set by build_trainer
         train_loader: ResumingLoader | None = None
-        step_timing: StepTimingCallback | None = None  # set by build_trainer
-        _timed: StepTimingCallback | None = None  # inside a training step: the points of the step are marked
-        _hooked = False  # the all-reduce timing is registered on the wrapped model
 
         @property
         def timed_loader(self) -> TimedLoader | None:
@@ -56,50 +52,15 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
             finally:
                 self.args.dataloader_drop_last = drop_last
 
-        def training_step(self, model: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
-            timing = self.step_timing
-            if timing is None:
-                return super().training_step(model, inputs, *args, **kwargs)
-            if not self._hooked:
-                self._hooked = True
-                timing.hook_all_reduce(model)
-            self._timed = timing
-            try:
-                loss = super().training_step(model, inputs, *args, **kwargs)
-            finally:
-                self._timed = None
-            timing.mark(BACKWARD_END)
-            return loss
-
-        def compute_loss(self, model: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
-            out = super().compute_loss(model, inputs, *args, **kwargs)
-            if self._timed is not None:
-                self._timed.mark(FORWARD_END)
-            return out
-
         def _prepare_inputs(self, inputs: Any) -> Any:
-            timed = self._timed
-            if timed is not None:
-                timed.mark(INPUT_START)
-                timed.add_samples(_rows(inputs))
             inputs = super()._prepare_inputs(inputs)
             pixels = inputs.get("pixel_values")
             if pixels is not None and not pixels.is_floating_point():
                 # uint8 from the CPU loader: one fused normalize per batch, on the device
                 inputs["pixel_values"] = normalize_batch(pixels, self.image.mean, self.image.std)
-            if timed is not None:
-                timed.mark(INPUT_END)
             return inputs
 
-    return BridgeTowerTrainer
-
-
-def _rows(inputs: Any) -> int:
-    """The rows of a batch (its first tensor's first dimension)."""
-    for value in inputs.values():
-        if hasattr(value, "shape") and len(value.shape):
-            return int(value.shape[0])
-    return 0
+    return with_step_marks(BridgeTowerTrainer)  # the input hook's marks hold the normalize
 
 
 def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | NullSink
