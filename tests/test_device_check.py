@@ -30,6 +30,15 @@ def test_the_rehearsal_prints_the_full_table_within_the_file_limit(tmp_path):
     assert all("FINISHED" in line for line in table[1:]), "\n".join(table)
     assert {c[3] for c in cells} == {"cpu", "cpu-fallback"}  # decode on the CPU said so, not faked
     assert all(float(c[4]) > 0 for c in cells)
+    header = table[0].split()
+    assert header[11:17] == ["bottleneck", "phases_pct", "step_p50_s", "step_p90_s", "achievable_tflops",
+                             "mfu_achievable"]
+    for c in cells:  # where each run's step went, and the device's matmul rate
+        assert c[11] in ("input", "host", "communication", "compute")
+        shares = dict((part.rstrip("0123456789"), int(part[len(part.rstrip("0123456789")):]))
+                      for part in c[12].split("/"))
+        assert set(shares) == {"wait", "h2d", "fwd", "bwd", "opt", "oth"} and 97 <= sum(shares.values()) <= 103
+        assert 0 < float(c[13]) <= float(c[14]) and float(c[15]) > 0 and float(c[16]) > 0
     files = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert len(files) <= 8 and "results.tsv" in files and "device-check.log" in files
     assert "dataloader_wait_fraction" in done.stdout and "nvjpeg_vs_cpu: skipped (no CUDA device)" in done.stdout
