@@ -43,3 +43,24 @@ def test_the_rehearsal_prints_the_full_table_within_the_file_limit(tmp_path):
     assert len(files) <= 8 and "results.tsv" in files and "device-check.log" in files
     assert "dataloader_wait_fraction" in done.stdout and "nvjpeg_vs_cpu: skipped (no CUDA device)" in done.stdout
     assert no_running_runs(f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}") == []
+
+
+@pytest.mark.parametrize("metrics, cell", [
+    ({"train_phase_data_wait_fraction": 0.031, "train_phase_forward_backward_fraction": 0.80,
+      "train_phase_optimizer_fraction": 0.12, "train_phase_other_fraction": 0.049}, "wait3/fb80/opt12/oth5"),
+    ({}, "-"),
+])
+def test_the_phases_cell_is_one_word_in_the_phases_order(metrics, cell):
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        from device_check import COLUMNS, phases_cell
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    assert phases_cell(metrics) == cell
+    skipped = subprocess.run([sys.executable, str(REPO / "scripts" / "device_check.py"), "skipped", "2", "true"],
+                             capture_output=True, text=True, check=True).stdout.rstrip("\n").split("\t")
+    header = subprocess.run([sys.executable, str(REPO / "scripts" / "device_check.py"), "header"],
+                            capture_output=True, text=True, check=True).stdout.rstrip("\n").split("\t")
+    assert header == list(COLUMNS) and len(skipped) == len(COLUMNS) and skipped[-1] == "skipped (time budget)"
