@@ -256,3 +256,26 @@ def test_the_gaudi_lazy_plan_merges_and_eager_does_not(monkeypatch):
     cpu_mode = GaudiAccelerator("gaudi2").phase_timing(None, types.SimpleNamespace(device=torch.device("cpu")))
     assert cpu_mode.source.startswith("host clock")
     assert BACKWARD_END not in lazy.unmarked
+
+
+def test_findings_tag_the_verdict_and_leave_joules_per_sample_out_of_a_profiled_run(monkeypatch):
+    from bridgetower_mlflow.train.findings import findings
+    from bridgetower_mlflow.train.observe import Observed
+
+    monkeypatch.setattr("bridgetower_mlflow.telemetry.flops.flops_per_sample", lambda *a: 1e9)
+    prepared = types.SimpleNamespace(
+        loaded=types.SimpleNamespace(model=types.SimpleNamespace(config=None), image=types.SimpleNamespace(size=64)),
+        recipe=types.SimpleNamespace(precision="fp32"), args=types.SimpleNamespace(tf32=False),
+        device=types.SimpleNamespace(kind="cpu", device_name="AMD EPYC", count=1), device_loader=None,
+        adapter=types.SimpleNamespace(device_loader=None, distribution_strategies=("ddp",)))
+    metrics = {"train_samples_per_second": 100.0, "train_steady_state_seconds": 10.0, "dataloader_wait_fraction": 0.3,
+               "device_achievable_tflops": 0.5,
+               **_fractions(data_wait=0.3, host_to_device=0.01, forward=0.3, backward=0.3, optimizer=0.05, other=0.04)}
+    observed = Observed(energy_joules=500.0, energy_note="", phases=PhaseReport(PhaseTiming()))
+    for profile, per_sample in (("", 0.5), ("5-6", None)):
+        config = build_train_config(profile_steps=profile, max_steps=10)
+        found, tags = findings(config, prepared, metrics, observed)
+        assert tags["bottleneck"] == "input" and tags["advice"].startswith("input-bound (wait 30%")
+        assert found["train_mfu_achievable"] == pytest.approx(100 * 1e9 / 1e12 / 0.5)
+        assert found["train_energy_joules"] == 500.0 and found.get("train_joules_per_sample") == per_sample
+        assert ("energy.note" in tags) == bool(profile)

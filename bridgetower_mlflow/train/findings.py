@@ -14,6 +14,7 @@ from ..contract import (
     BOTTLENECK_INPUT,
     BOTTLENECK_SHARE,
     BOTTLENECK_TAG,
+    ENERGY_NOTE_TAG,
     MFU_ACHIEVABLE_METRIC,
     PHASE_ALL_REDUCE,
     PHASE_DATA_WAIT,
@@ -103,7 +104,11 @@ def findings(config: TrainConfig, prepared: Prepared, metrics: dict[str, float],
              ) -> tuple[dict[str, float], dict[str, str]]:
     """(metrics, tags) to add: efficiency, energy, the phases' tags, the verdict and the advice."""
     flops, flops_tags = flops_metrics(prepared, metrics, prepared.device.count, config.max_seq_length)
-    energy, energy_tags = energy_metrics(observed.energy_joules, observed.energy_note, metrics, observed.whole_job)
+    energy, energy_tags = energy_metrics(observed.energy_joules, observed.energy_note,
+                                         {} if config.profile_steps else metrics, observed.whole_job)
+    if config.profile_steps and energy:  # the counters' window spans the profiled steps; the samples do not
+        energy_tags = {ENERGY_NOTE_TAG: "no train_joules_per_sample: the energy window spans the profiled steps "
+                                        f"{config.profile_steps}, which the measured samples leave out"}
     achievable, achievable_tags = achievable_metrics({**metrics, **flops})
     verdict = bottleneck(metrics)
     facts = RunFacts(
