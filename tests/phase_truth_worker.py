@@ -41,7 +41,8 @@ class Observer:
             time.sleep((SLEEP_MS[part] + extra_ms) / 1000)
 
 
-def build(observer: Observer, output_dir: str, forward_extra_ms: float, world: int, unmarked: frozenset = frozenset()):
+def build(observer: Observer, output_dir: str, forward_extra_ms: float, world: int, unmarked: frozenset = frozenset(),
+          accumulate: int = 1):
     import torch
     from transformers import Trainer, TrainingArguments
 
@@ -81,7 +82,7 @@ def build(observer: Observer, output_dir: str, forward_extra_ms: float, world: i
     args = TrainingArguments(output_dir=output_dir, max_steps=STEPS, per_device_train_batch_size=BATCH,
                              logging_steps=5, report_to=[], use_cpu=True, dataloader_num_workers=0,
                              save_strategy="no", disable_tqdm=True, max_grad_norm=0.0,
-                             ddp_backend="gloo" if world > 1 else None)
+                             ddp_backend="gloo" if world > 1 else None, gradient_accumulation_steps=accumulate)
     cls = build_trainer_class(Trainer)
     model = Model()
     holder = {}
@@ -94,7 +95,7 @@ def build(observer: Observer, output_dir: str, forward_extra_ms: float, world: i
                                merged_why="the test's plan")
     timing = StepTimingCallback(NullSink(), plan, waited, WARMUP, 5)
     cls.step_timing = timing
-    rows = STEPS * BATCH * world * 2  # every rank fetches (and prefetches) one batch per step, to the end
+    rows = STEPS * BATCH * world * accumulate * 2  # every rank fetches (and prefetches) its batches, to the end
     trainer = cls(model=model, args=args, train_dataset=[{"i": i} for i in range(rows)],
                   data_collator=collate, callbacks=[timing],
                   optimizers=(SleepyOptimizer(model.parameters(), lr=0.01), None))
@@ -108,6 +109,7 @@ def main() -> None:
     parser.add_argument("--delay-rank", type=int, default=-1)
     parser.add_argument("--delay-ms", type=float, default=0.0)
     parser.add_argument("--unmarked", default="", help="points not marked, comma-separated (a lazy-mode plan)")
+    parser.add_argument("--accumulate", type=int, default=1, help="gradient_accumulation_steps")
     options = parser.parse_args()
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     import tempfile
@@ -118,7 +120,7 @@ def main() -> None:
     extra = options.delay_ms if rank == options.delay_rank else 0.0
     with tempfile.TemporaryDirectory() as output_dir:
         unmarked = frozenset(filter(None, options.unmarked.split(",")))
-        trainer, timing = build(observer, output_dir, extra, world, unmarked)
+        trainer, timing = build(observer, output_dir, extra, world, unmarked, options.accumulate)
         trainer.train()
     window = timing.result()
     report = timing.report()

@@ -38,24 +38,30 @@ def _observed(result, part):
     return statistics.fmean(result["observed"][part])
 
 
-def _known_period(result):
+def _calls(part, accumulate):
+    return 1 if part == "optimizer" else accumulate  # each micro-batch waits, goes forward and backward
+
+
+def _known_period(result, accumulate=1):
     """The step's known length: every step sleeps alike (the medians of the parts' own clocks)."""
-    return sum(statistics.median(result["observed"][part]) for part in PARTS)
+    return sum(statistics.median(result["observed"][part]) * _calls(part, accumulate) for part in PARTS)
 
 
-def _check_known_phases(result, period):
+def _check_known_phases(result, period, accumulate=1):
     assert result["steps"] == 8  # 10 steps, 2 warmup
     for part in PARTS:
-        assert _per_step(result, part) == pytest.approx(_observed(result, part), rel=0.10), part
+        expected = _observed(result, part) * _calls(part, accumulate)
+        assert _per_step(result, part) == pytest.approx(expected, rel=0.10), part
     fractions = [value for key, value in result["figures"].items() if key.endswith("_fraction")]
     assert sum(fractions) == pytest.approx(1.0, abs=0.02)
     assert result["figures"]["train_step_seconds_p50"] == pytest.approx(period, rel=0.10)
     assert result["figures"]["train_step_stalls"] == 0
 
 
-def test_one_process_recovers_each_known_phase(tmp_path):
-    (result,) = _run(tmp_path, [sys.executable])
-    _check_known_phases(result, _known_period(result))
+@pytest.mark.parametrize("accumulate", [1, 2])
+def test_one_process_recovers_each_known_phase(tmp_path, accumulate):
+    (result,) = _run(tmp_path, [sys.executable], "--accumulate", str(accumulate))
+    _check_known_phases(result, _known_period(result, accumulate), accumulate)
     assert "train_phase_all_reduce_seconds_per_step" not in result["figures"]  # one rank: none, never a 0
     assert result["merged"] == []  # the host clock marks every boundary
 
