@@ -24,14 +24,14 @@ def test_the_rate_is_the_counted_flops_over_the_measured_seconds():
 def test_it_is_measured_once_per_device_dtype_and_software_and_within_five_seconds(tmp_path, monkeypatch):
     monkeypatch.setenv("BRIDGETOWER_MLFLOW_CACHE", str(tmp_path))
     started = time.perf_counter()
-    first = achievable_tflops(torch.device("cpu"), torch.float32, lambda: None, "AMD EPYC", {"torch": "2.13"})
+    first = achievable_tflops(torch.device("cpu"), "fp32", lambda: None, "AMD EPYC", {"torch": "2.13"})
     assert time.perf_counter() - started < 5.0 and first > 0
     monkeypatch.setattr("bridgetower_mlflow.telemetry.achievable_peak.measure_matmul_rate",
                         lambda *a, **k: pytest.fail("measured again"))
-    assert achievable_tflops(torch.device("cpu"), torch.float32, lambda: None, "AMD EPYC", {"torch": "2.13"}) == first
+    assert achievable_tflops(torch.device("cpu"), "fp32", lambda: None, "AMD EPYC", {"torch": "2.13"}) == first
     assert len(list((tmp_path / "achievable").glob("*.json"))) == 1
-    for other in ((torch.bfloat16, "AMD EPYC", {"torch": "2.13"}), (torch.float32, "Intel Xeon", {"torch": "2.13"}),
-                  (torch.float32, "AMD EPYC", {"torch": "2.14"})):
-        dtype, name, software = other
+    for other in (("bf16", "AMD EPYC", {"torch": "2.13"}), ("tf32", "AMD EPYC", {"torch": "2.13"}),
+                  ("fp32", "Intel Xeon", {"torch": "2.13"}), ("fp32", "AMD EPYC", {"torch": "2.14"})):
+        precision, name, software = other
         with pytest.raises(pytest.fail.Exception, match="measured again"):
-            achievable_tflops(torch.device("cpu"), dtype, lambda: None, name, software)
+            achievable_tflops(torch.device("cpu"), precision, lambda: None, name, software)

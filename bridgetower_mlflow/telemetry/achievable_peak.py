@@ -79,17 +79,19 @@ def _timed_matmuls(a: Any, b: Any, out: Any, synchronize: Callable[[], None], un
         batch = max(1, int(BATCH_SECONDS * count / max(now - started, 1e-9)))
 
 
-def achievable_tflops(device: Any, dtype: Any, synchronize: Callable[[], None], device_name: str,
+def achievable_tflops(device: Any, precision: str, synchronize: Callable[[], None], device_name: str,
                       software: Mapping[str, str]) -> float:
-    """The cached rate for this device name, dtype and software; measured once (at most BUDGET_SECONDS)."""
+    """The cached rate for this device name, precision (bf16, fp32, or tf32: fp32 operands on TF32 tensor cores,
+    as torch is set) and software; measured once (at most BUDGET_SECONDS)."""
     import torch
 
-    text = json.dumps([CACHE_VERSION, device_name, str(dtype), torch.__version__, sorted(software.items())])
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    text = json.dumps([CACHE_VERSION, device_name, precision, torch.__version__, sorted(software.items())])
     path = cache_dir().parent / "achievable" / f"{hashlib.sha256(text.encode()).hexdigest()[:24]}.json"
     if path.exists():
         return float(json.loads(path.read_text())["tflops"])
     rate = measure_matmul_rate(device, dtype, synchronize)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"tflops": rate.tflops, "size": rate.size, "count": rate.count,
-                                "seconds": rate.seconds, "device_name": device_name, "dtype": str(dtype)}))
+                                "seconds": rate.seconds, "device_name": device_name, "precision": precision}))
     return rate.tflops

@@ -60,16 +60,15 @@ def _rank_phases(fitted: Fitted) -> RankPhases:
 
 def _achievable(prepared: Prepared, fitted: Fitted) -> dict[str, float]:
     """device_achievable_tflops: this rank's device, the run's dtype (cached; measured once, fails soft)."""
-    import torch
-
     from ..telemetry.achievable_peak import achievable_tflops
+    from .efficiency import peak_precision
 
     timing = fitted.trainer.step_timing.timing if fitted.trainer.step_timing is not None else None
-    dtype = torch.bfloat16 if prepared.recipe.precision == "bf16" else torch.float32
     try:
         synchronize = timing.clock().synchronize if timing is not None else (lambda: None)
         device = prepared.device
-        rate = achievable_tflops(prepared.args.device, dtype, synchronize, device.device_name, device.software)
+        rate = achievable_tflops(prepared.args.device, peak_precision(prepared), synchronize, device.device_name,
+                                 device.software)
     except Exception as exc:  # noqa: BLE001 - telemetry fails soft: the note says it was not measured
         log.warning("the device's matmul rate was not measured: %s", exc)
         return {}
