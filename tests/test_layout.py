@@ -90,7 +90,6 @@ def test_one_secret_vocabulary():
 # device types and Ray resources, and these tag names are also TrainConfig fields or plain words.
 CONTRACT_WORDS = {"train", "sweep", "compare", "cpu", "cuda", "gaudi", "device", "dataset", "precision",
                   "accelerator", "decode", "error"}
-CONTRACT_WORDS |= {"host", "other"}  # the bottleneck and phase values are also plain words
 
 
 def test_contract_values_are_spelled_only_in_the_contract():
