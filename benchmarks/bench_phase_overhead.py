@@ -40,6 +40,9 @@ def trial(mode: str, steps: int, batch: int) -> None:
     if mode == "off":
         trainer_module.with_step_marks = lambda base: base  # the benchmark's own switch
         trainer_module._phase_timing = lambda prepared: None
+    probe = [0.0, []]  # CPU seconds of this step so far, each step's (an upper bound: the probes cost too)
+    if mode == "on":
+        _probe_breakdown(probe)
     fitting = flow.fit
     spent = []
 
@@ -57,7 +60,30 @@ def trial(mode: str, steps: int, batch: int) -> None:
                                     max_seq_length=32, throughput_warmup_steps=3, output_dir=output_dir)
         result = flow.train(config, tracked=False)
     print(json.dumps({"samples_per_second": result.metrics["train_samples_per_second"],
-                      "cpu_per_sample": spent[0] / (steps * batch)}))
+                      "cpu_per_sample": spent[0] / (steps * batch),
+                      "breakdown_cpu_per_step": statistics.median(probe[1][3:]) if probe[1][3:] else 0.0}))
+
+
+def _probe_breakdown(probe: list) -> None:
+    """Count, on the calling thread's CPU clock, what the step-timing callback's step end and marks spend."""
+    import time
+
+    from bridgetower_mlflow.telemetry.step_timing import StepTimingCallback
+
+    for name in ("on_step_end", "mark", "add_samples"):
+        method = getattr(StepTimingCallback, name)
+
+        def timed(self, *args, _method=method, _name=name, **kwargs):
+            started = time.thread_time()
+            try:
+                return _method(self, *args, **kwargs)
+            finally:
+                probe[0] += time.thread_time() - started
+                if _name == "on_step_end":  # the step's marks and its end: one figure per step
+                    probe[1].append(probe[0])
+                    probe[0] = 0.0
+
+        setattr(StepTimingCallback, name, timed)
 
 
 def per_step_cost(steps: int = 2000) -> float:
@@ -130,6 +156,9 @@ def main() -> None:
                for on, off in zip(rates[threads]["on"], rates[threads]["off"], strict=True)]
         medians[threads] = statistics.median(pairs)
         rate = statistics.median(r["samples_per_second"] for r in rates[threads]["on"])
+        inside = statistics.median(r["breakdown_cpu_per_step"] for r in rates[threads]["on"])
+        print(f"threads {threads}: inside real training the breakdown's callback and marks took {inside * 1e6:.0f} us "
+              f"of CPU per step (probed; median step past the warmup), {inside * rate / options.batch:.5f} of a step")
         print(f"threads {threads}: median on {rate:.2f} samples/s; median on/off {medians[threads]:.3f} "
               f"(pairs: {', '.join(f'{p:.3f}' for p in pairs)}); CPU per sample on/off {statistics.median(cpu):.3f}; "
               f"the breakdown's own work: {cost * rate / options.batch:.5f} of a step")
