@@ -7,15 +7,15 @@ come from these fields. Imports nothing heavy: arguments are checked before torc
 from __future__ import annotations
 
 import dataclasses
-import re
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .contract import ACCELERATOR_KINDS, FALSE_WORDS, TRUE_WORDS
 from .errors import ConfigError
-from .redact import secret_name
+from .profile_steps import check_profile_window, step_range, step_window
+from .shell_words import shell_words
 
 Parser = Callable[[str, Any], Any]  # (field name, raw value) -> the field's value
 MODEL_PRESETS = ("tiny", "base", "large")
@@ -113,41 +113,6 @@ def register_name(field_name: str, value: Any) -> str:
     return name
 
 
-_FLAG = re.compile(r"(?<![^\s'\"])--?[A-Za-z][\w.-]*")
-
-
-def secret_flag(word: str) -> bool:
-    """`--hub_token`, `--api-key=...`: a flag whose name says it holds a secret (redact.py's vocabulary)."""
-    return word.startswith("-") and secret_name(word)
-
-
-def secret_flag_refusal(name: str, text: str, words: Iterable[str]) -> ConfigError | None:
-    """The refusal of the first secret flag in `words`; from that flag's value on, the message shows ***."""
-    flag = next((word.split("=", 1)[0] for word in words if secret_flag(word)), None)
-    if flag is None:
-        return None
-    cut = next((m.end() for m in _FLAG.finditer(text) if secret_flag(m.group(0))), 0)
-    shown = text[:cut] + ("=***" if text[cut:].startswith("=") else " ***") if cut else "***"
-    where = ("set the HF_TOKEN environment variable" if re.search("hub|hf", flag, re.IGNORECASE)
-             else f"put {flag}'s value in the environment variable its library reads")
-    return ConfigError(name, shown, f"allowed: flags without secrets (MLflow stores every -P value in plain "
-                                    f"text); {where} instead")
-
-
-def shell_words(name: str, value: Any) -> tuple[str, ...]:
-    """hf_args as words; a flag carrying a secret is refused without echoing its value."""
-    text = value if isinstance(value, str) else shlex.join(value)
-    try:
-        words = tuple(shlex.split(text)) if isinstance(value, str) else tuple(value)
-    except ValueError as exc:
-        refused = secret_flag_refusal(name, text, _FLAG.findall(text))
-        raise refused or ConfigError(name, text, f"allowed: shell-quoted --flag value pairs ({exc})") from None
-    refused = secret_flag_refusal(name, text, words)
-    if refused:
-        raise refused
-    return words
-
-
 def option(default: Any, parse: Parser, help: str, project: bool = True) -> Any:
     """A TrainConfig field; `project=False` for what `mlflow run` sets itself (experiment, run name)."""
     return dataclasses.field(default=default, metadata={"parse": parse, "help": help, "project": project})
@@ -179,6 +144,8 @@ class TrainConfig:
     learning_rate: float = option(1e-5, positive_number, "peak learning rate")
     throughput_warmup_steps: int = option(3, whole(0), "steps left out of train_samples_per_second")
     logging_steps: int = option(10, whole(1), "steps between logged losses and step throughput")
+    profile_steps: str = option("", step_range, "A-B: a torch.profiler window over global steps A..B, logged under "
+                                "profile/ and kept out of the measured window; empty: off")
     seed: int = option(42, whole(0), "random seed")
     precision: str = option("auto", choice(*PRECISIONS), "auto, fp32 or bf16")
     max_seq_length: int = option(128, whole(8), "caption tokens")
@@ -234,7 +201,13 @@ def build_train_config(**raw: Any) -> TrainConfig:
     if config.device_decode and config.image_backend != "fast":
         raise ConfigError("image_backend", config.image_backend, "allowed: fast when device_decode is true (device "
                                                                  "loaders decode on the accelerator, not with it)")
+    check_profile_window(config.profile_steps, config.throughput_warmup_steps, config.max_steps)
     return config
+
+
+def profile_window(config: TrainConfig) -> tuple[int, int] | None:
+    """(first, last) global step of the profiler window; None when off."""
+    return step_window(config.profile_steps)
 
 
 def to_cli_args(config: TrainConfig) -> list[str]:

@@ -142,23 +142,52 @@ METRICS_PER_BATCH = 900  # MLflow allows 1000 per log_batch
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
 
-# --- compare helper's block (issues 29 item 6, 33): what compare reads of phases and sweeps, and what it logs ---
-# The phase breakdown train logs (helper "phases" adds the same names; one of the two blocks stays).
-PHASES = ("data_wait", "host_to_device", "forward", "backward", "optimizer", "all_reduce", "other")
-PHASE_FORWARD_BACKWARD = "forward_backward"  # Gaudi lazy mode: forward and backward run together at mark_step
-PHASE_ALL_REDUCE = PHASES[5]
-PHASES_MERGED_TAG = "phases.merged"  # what a run merged (e.g. forward+backward), where it merged any
-BOTTLENECK_TAG = "bottleneck"  # input, host, communication or compute
+# --- why a step costs what it costs (phase breakdown, step-time spread, profiler window, achievable MFU) ---
+PHASE_DATA_WAIT, PHASE_HOST_TO_DEVICE = "data_wait", "host_to_device"
+PHASE_FORWARD, PHASE_BACKWARD = "forward", "backward"
+PHASE_OPTIMIZER, PHASE_ALL_REDUCE, PHASE_OTHER = "optimizer", "all_reduce", "other"
+PHASES = (PHASE_DATA_WAIT, PHASE_HOST_TO_DEVICE, PHASE_FORWARD, PHASE_BACKWARD, PHASE_OPTIMIZER, PHASE_ALL_REDUCE,
+          PHASE_OTHER)
+PHASE_FORWARD_BACKWARD = "forward_backward"  # Gaudi lazy mode: forward and backward run as one graph at mark_step
+PHASES_MERGED_TAG = "phases.merged"  # what was merged, and why
+PHASES_NOTE_TAG = "phases.note"  # phases absent (never logged as 0), and why
+PHASES_CLOCK_TAG = "phases.clock"  # device events or the host clock
+BOTTLENECK_TAG = "bottleneck"
+BOTTLENECK_INPUT, BOTTLENECK_HOST, BOTTLENECK_COMMUNICATION, BOTTLENECK_COMPUTE = (
+    "input", "host", "communication", "compute")
+BOTTLENECKS = (BOTTLENECK_INPUT, BOTTLENECK_HOST, BOTTLENECK_COMMUNICATION, BOTTLENECK_COMPUTE)
+BOTTLENECK_SHARE = 0.20  # a phase at or above this share of the step names the bottleneck
+STEP_SECONDS_P50_METRIC = "train_step_seconds_p50"
+STEP_SECONDS_P90_METRIC = "train_step_seconds_p90"
+STEP_SECONDS_P99_METRIC = "train_step_seconds_p99"
+STEP_SECONDS_MAX_METRIC = "train_step_seconds_max"
+STEP_SECONDS_CV_METRIC = "train_step_seconds_cv"
+STEP_STALLS_METRIC = "train_step_stalls"  # steps slower than twice the median
+STALL_FACTOR = 2.0
+ACHIEVABLE_TFLOPS_METRIC = "device_achievable_tflops"  # a short measured dense matmul rate at the run's dtype
+MFU_ACHIEVABLE_METRIC = "train_mfu_achievable"
+ACHIEVABLE_NOTE_TAG = "achievable.note"  # why there is no device_achievable_tflops
+PROFILE_ARTIFACT_DIR = "profile"  # the profiler window's trace and its table of ops
+PROFILE_TRACE_FILE = "trace.json.gz"  # Chrome/Perfetto trace, gzipped
+PROFILE_TOP_OPS_FILE = "profile/top_ops.json"  # an MLflow table (log_table)
+PROFILE_TOP_OPS = 15
+PROFILE_STEP_LABEL = "train_step_"  # + the global step: a range around each profiled step in the trace
 
 
 def phase_seconds_metric(phase: str) -> str:
-    """`train_phase_<phase>_seconds_per_step`: the phase's seconds per step over the measured window."""
     return f"train_phase_{phase}_seconds_per_step"
 
 
 def phase_fraction_metric(phase: str) -> str:
-    """`train_phase_<phase>_fraction`: the phase's share of the step (a run's fractions sum to 1)."""
     return f"train_phase_{phase}_fraction"
+
+
+def step_phase_seconds_metric(phase: str) -> str:
+    return f"step_phase_{phase}_seconds_per_step"
+
+
+def step_phase_fraction_metric(phase: str) -> str:
+    return f"step_phase_{phase}_fraction"
 
 
 # A sweep's child runs: which grid cell and which repeat each one is (failed repeats stay in the record).

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One pass on the lent NVIDIA machine, sized for one 10-minute call (it stops itself at BUDGET_S):
 # `pytest -m cuda`, then the `large` preset at the study's settings (bf16, batch 48/device, fixed
-# steps) for data-loader workers 0/1/2 x device decode off/on, interleaved, then the data-loader
+# steps) for data-loader workers 0/1/2 x device decode off/on, interleaved (each row: samples/s, the loader
+# wait, where a step goes (the phase breakdown in percent, the step-time p50/p90, the bottleneck) and the
+# device's measured matmul rate with MFU against it), then the data-loader
 # wait truth on the GPU, nvJPEG against the CPU path, and the loader capacity of the host's cores.
 #
 #   scripts/device-check.sh              on the device: its python3 (torch, transformers ... preinstalled)
@@ -57,14 +59,14 @@ echo "pytest rc=$?"; tail -5 "$OUT/pytest-cuda.txt"
 
 echo "== throughput: $MODEL, $PRECISION, batch 48/device, $STEPS steps (first 3 excluded), cells interleaved"
 mkdir -p "$WORK/logs"
-printf "workers\tdevice_decode\tdata_loader\tdecode\tsamples_per_s\tper_device\twait\tinput_bound\tgpu_util_mean\tpeak_mem_gb\tcpu_decoded\tstatus\n" \
+"$PY" -c 'import sys; sys.path.insert(0, "scripts"); from device_check import COLUMNS; print("\t".join(COLUMNS))' \
   > "$OUT/results.tsv"
 for workers in 0 1 2; do
   for decode in false true; do
     name="$MODEL-w$workers-dd$decode"
     budget=$(( $(left) - 60 ))  # keep a minute for the checks after the table
     if [ "$budget" -lt 30 ]; then
-      printf "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\tskipped (time budget)\n" "$workers" "$decode" >> "$OUT/results.tsv"
+      "$PY" scripts/device_check.py skipped "$workers" "$decode" >> "$OUT/results.tsv"
       continue
     fi
     timeout "$(( budget < RUN_S ? budget : RUN_S ))" "$PY" -m bridgetower_mlflow train --accel "$ACCEL" \

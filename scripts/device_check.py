@@ -1,7 +1,9 @@
 """The device check's Python half: one cell's result row, a killed run marked FAILED, the table, the
 nvJPEG-vs-CPU agreement. Called by scripts/device-check.sh; reads the store MLFLOW_TRACKING_URI names.
 
+    python scripts/device_check.py header                          -> the TSV header
     python scripts/device_check.py row NAME WORKERS DECODE RC      -> one TSV row (marks a killed run FAILED)
+    python scripts/device_check.py skipped WORKERS DECODE          -> the row of a cell the time budget skipped
     python scripts/device_check.py table results.tsv               -> the aligned table
     python scripts/device_check.py agreement                       -> nvJPEG vs the CPU path, sample set
 """
@@ -13,7 +15,12 @@ import sys
 
 EXPERIMENT = "device-check"
 COLUMNS = ("workers", "device_decode", "data_loader", "decode", "samples_per_s", "per_device", "wait",
-           "input_bound", "gpu_util_mean", "peak_mem_gb", "cpu_decoded", "status")
+           "input_bound", "gpu_util_mean", "peak_mem_gb", "cpu_decoded", "bottleneck", "phases_pct", "step_p50_s",
+           "step_p90_s", "achievable_tflops", "mfu_achievable", "status")
+# where a step goes, as one cell without spaces: data wait, copy, forward, backward (or both merged), all-reduce,
+# optimizer, other, in percent of the step (absent phases are left out: the run's phases.note says why)
+PHASE_SHORT = (("data_wait", "wait"), ("host_to_device", "h2d"), ("forward", "fwd"), ("backward", "bwd"),
+               ("forward_backward", "fb"), ("all_reduce", "ar"), ("optimizer", "opt"), ("other", "oth"))
 
 
 def _fmt(value, digits: int = 1) -> str:
@@ -27,6 +34,13 @@ def _mean_series(client, run_id: str, suffix: str) -> float | None:
     return statistics.mean(values) if values else None
 
 
+def phases_cell(metrics: dict) -> str:
+    """`wait3/h2d0/fwd40/bwd50/opt5/oth2`: the run's train_phase_<phase>_fraction, in percent."""
+    cells = [f"{short}{100 * metrics[f'train_phase_{phase}_fraction']:.0f}" for phase, short in PHASE_SHORT
+             if f"train_phase_{phase}_fraction" in metrics]
+    return "/".join(cells) or "-"
+
+
 def row(name: str, workers: str, decode: str, rc: str) -> str:
     from mlflow.tracking import MlflowClient
 
@@ -34,7 +48,7 @@ def row(name: str, workers: str, decode: str, rc: str) -> str:
     experiment = client.get_experiment_by_name(EXPERIMENT)
     runs = client.search_runs([experiment.experiment_id], f"tags.`mlflow.runName` = '{name}'") if experiment else []
     if not runs:
-        return "\t".join([workers, decode] + ["-"] * 9 + [f"no run (rc={rc})"])
+        return "\t".join([workers, decode] + ["-"] * (len(COLUMNS) - 3) + [f"no run (rc={rc})"])
     run = runs[0]
     if run.info.status == "RUNNING":  # the time budget killed it: never leave it RUNNING
         client.set_tag(run.info.run_id, "error", "killed by scripts/device-check.sh (time budget)")
@@ -45,7 +59,9 @@ def row(name: str, workers: str, decode: str, rc: str) -> str:
              _fmt(m.get("train_samples_per_second_per_device")), _fmt(m.get("dataloader_wait_fraction"), 3),
              t.get("input_bound", "-"), _fmt(_mean_series(client, run.info.run_id, "_utilization_percentage")),
              _fmt(m.get("device_peak_memory_gb"), 2), _fmt(m.get("data_loader_cpu_decoded_images"), 0),
-             f"{run.info.status} rc={rc}"]
+             t.get("bottleneck", "-"), phases_cell(m), _fmt(m.get("train_step_seconds_p50"), 3),
+             _fmt(m.get("train_step_seconds_p90"), 3), _fmt(m.get("device_achievable_tflops"), 3),
+             _fmt(m.get("train_mfu_achievable"), 3), f"{run.info.status} rc={rc}"]
     return "\t".join(cells)
 
 
@@ -81,11 +97,15 @@ def agreement() -> str:
 
 if __name__ == "__main__":
     command, *arguments = sys.argv[1:]
-    if command == "row":
+    if command == "header":
+        print("\t".join(COLUMNS))
+    elif command == "skipped":
+        print("\t".join([*arguments[:2]] + ["-"] * (len(COLUMNS) - 3) + ["skipped (time budget)"]))
+    elif command == "row":
         print(row(*arguments))
     elif command == "table":
         print(table(arguments[0]))
     elif command == "agreement":
         print(agreement())
     else:
-        raise SystemExit(f"unknown command {command!r}; allowed: row, table, agreement")
+        raise SystemExit(f"unknown command {command!r}; allowed: header, row, skipped, table, agreement")

@@ -60,6 +60,10 @@ CASES = [  # (CLI arguments, extra environment, what the one error line must say
     (["--learning-rate", "nan"], {}, "learning_rate: invalid value 'nan'; allowed: a finite number"),
     (["--throughput-warmup-steps", "10"], {}, "throughput_warmup_steps: invalid value 10; allowed: fewer than the run's 4"),
     (["--logging-steps", "0"], {}, "logging_steps: invalid value '0'; allowed: a whole number >= 1"),
+    (["--profile-steps", "5-2"], {}, "profile_steps: invalid value '5-2'; allowed: A-B, the first and last global step to profile (1 <= A <= B)"),
+    (["--profile-steps", "x"], {}, "profile_steps: invalid value 'x'; allowed: A-B"),
+    (["--max-steps", "8", "--profile-steps", "6-9"], {}, "profile_steps: invalid value '6-9'; allowed: steps within max_steps (8)"),
+    (["--profile-steps", "3-4"], {}, "profile_steps: invalid value '3-4'; allowed: steps after the 3 warmup steps"),
     (["--seed", "-1"], {}, "seed: invalid value '-1'; allowed: a whole number >= 0"),
     (["--precision", "fp8"], {}, "precision: invalid value 'fp8'; allowed: auto, fp32, bf16"),
     (["--max-seq-length", "4"], {}, "max_seq_length: invalid value '4'; allowed: a whole number >= 8"),
@@ -203,3 +207,14 @@ def test_a_resume_of_a_run_the_store_does_not_have_is_one_line(cache_dir, sqlite
     done = run_cli(["train", *FAST, "--resume", "true", "--run-id", "0" * 32])
     _check_refused(done, f"run_id: invalid value '{'0' * 32}'; allowed: the id of a run in this tracking store (it "
                          f"has no run {'0' * 32})", sqlite_uri)
+
+
+@pytest.mark.slow
+def test_a_profile_window_past_an_epoch_run_fails_the_run_with_one_line(cache_dir, sqlite_uri):
+    """An epoch run learns its step count when training starts: the window is checked there."""
+    done = run_cli(["train", "--max-steps", "-1", "--num-train-epochs", "1", "--max-train-samples", "16",
+                    "--per-device-train-batch-size", "4", "--dataloader-num-workers", "0", "--log-model", "false",
+                    "--profile-steps", "5-9"])
+    line, run = _failed_after_start(done, sqlite_uri, "error: profile_steps: invalid value '5-9'; allowed: steps "
+                                                      "within the run's 4")
+    assert run.data.tags["error"] == line.removeprefix("error: ")

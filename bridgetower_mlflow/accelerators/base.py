@@ -7,8 +7,9 @@ Adapters keep no state between calls: what detection found travels in DeviceInfo
 from __future__ import annotations
 
 import sys
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +100,84 @@ class DeviceSampler(ABC):
         pass
 
 
+# the points of a training step the trainer marks (telemetry.phases cuts the step at them)
+INPUT_START, INPUT_END, FORWARD_END, GRADS_READY, BACKWARD_END, STEP_END = (
+    "h2d_start", "h2d_end", "forward_end", "grads_ready", "backward_end", "step_end")
+POINTS = (INPUT_START, INPUT_END, FORWARD_END, GRADS_READY, BACKWARD_END, STEP_END)
+
+
+class StepClock(ABC):
+    """Marks points of a training step on one clock and reads the time between two of them back later.
+
+    A device clock records events on the device's stream: `ready` asks without waiting, so the step loop
+    gains no host synchronization; `synchronize` waits, once, when training has ended.
+    """
+
+    source = ""  # the phases.clock tag
+
+    @abstractmethod
+    def mark(self) -> Any:
+        """A marker of this instant (on a device: of the point the device's stream has reached)."""
+
+    def ready(self, marker: Any) -> bool:
+        return True
+
+    @abstractmethod
+    def seconds(self, start: Any, end: Any) -> float:
+        """Seconds between two ready markers."""
+
+    def synchronize(self) -> None:  # noqa: B027 - a host clock has nothing to wait for
+        pass
+
+
+class HostClock(StepClock):
+    source = "host clock (time.perf_counter)"
+
+    def mark(self) -> float:
+        return time.perf_counter()
+
+    def seconds(self, start: float, end: float) -> float:
+        return end - start
+
+
+class EventClock(StepClock):
+    """A device's timing events (torch.cuda.Event, habana_frameworks.torch.hpu.Event: one API): a marker is an
+    event recorded on the current stream; elapsed_time is in milliseconds."""
+
+    def __init__(self, new_event: Callable[[], Any], synchronize: Callable[[], None], source: str) -> None:
+        self._new_event, self._synchronize, self.source = new_event, synchronize, source
+
+    def mark(self) -> Any:
+        event = self._new_event()
+        event.record()
+        return event
+
+    def ready(self, marker: Any) -> bool:
+        return bool(marker.query())
+
+    def seconds(self, start: Any, end: Any) -> float:
+        return float(start.elapsed_time(end)) / 1000.0
+
+    def synchronize(self) -> None:
+        self._synchronize()
+
+
+@dataclass(frozen=True)
+class PhaseTiming:
+    """How this device times the phases of a step: the clock, and what it cannot split (and why).
+
+    `unmarked`: points of the step (POINTS) never marked, since marking there would change
+    what runs (Gaudi lazy mode: recording an event cuts the graph); the phases on either side then merge.
+    """
+
+    clock: Callable[[], StepClock] = HostClock
+    source: str = HostClock.source
+    unmarked: frozenset[str] = frozenset()
+    merged_why: str = ""  # why the merged phases are merged
+    all_reduce: str = ""  # why the all-reduce is not timed by a DDP comm hook ("" = it may be)
+    notes: tuple[str, ...] = ()  # what the named phases hold on this device
+
+
 class Accelerator(ABC):
     """One adapter per family; `requested` is the user's accel value (h100, gaudi2, cuda...)."""
 
@@ -140,3 +219,13 @@ class Accelerator(ABC):
 
     def peak_memory_gb(self) -> float | None:
         return None
+
+    def phase_timing(self, recipe: TrainingRecipe, args: Any) -> PhaseTiming:
+        """The clock and the splits of a step's phases for a run of `recipe` with TrainingArguments `args`."""
+        return PhaseTiming()
+
+    def profiler_activities(self) -> list[Any]:
+        """torch.profiler activities this device records (CPU always)."""
+        from torch.profiler import ProfilerActivity
+
+        return [ProfilerActivity.CPU]

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 
 from ..errors import ConfigError
 from ..host import cpu_model_name
-from .base import Accelerator, DeviceInfo, DeviceSampler, RecipeSettings, TrainingRecipe
+from .base import Accelerator, DeviceInfo, DeviceSampler, PhaseTiming, RecipeSettings, TrainingRecipe
 from .hf_args import merged_kwargs
 
 THREADS_ENV = "OMP_NUM_THREADS"
@@ -79,3 +79,8 @@ class CpuAccelerator(Accelerator):
             return [RaplSampler()]
         except (OSError, ValueError):  # no zone, or one this user may not read (root-only on many hosts)
             return []
+
+    def phase_timing(self, recipe: TrainingRecipe, args: object) -> PhaseTiming:
+        """The host clock: on a CPU every phase runs on the host, in order, so its instants are the device's."""
+        return PhaseTiming(notes=("host_to_device on the CPU is no copy: the input preparation (the uint8 "
+                                  "normalize)",))

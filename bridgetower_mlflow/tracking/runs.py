@@ -57,6 +57,9 @@ def default_experiment_id(experiment_name: str = "") -> str:
     if not name:
         return str(client.get_experiment(given_id).experiment_id) if given_id else DEFAULT_EXPERIMENT_ID
     found = client.get_experiment_by_name(name)
+    if found is not None and found.lifecycle_stage == "deleted":
+        raise MlflowException(f"Cannot set a deleted experiment {name!r} as the active experiment: restore it "
+                              "(mlflow experiments restore) or delete it for good to create a new one")
     if found is not None:
         return str(found.experiment_id)
     try:

@@ -50,13 +50,15 @@ def checkpoint_callbacks(config: TrainConfig, sink: MetricBuffer | NullSink) -> 
     buffer = sink if isinstance(sink, MetricBuffer) and config.checkpoint_upload else None  # rank 0's run only
 
     class CheckpointKeeper(TrainerCallback):
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None,
+                        **kwargs: Any) -> None:
             if control.should_save and not control.should_log:  # else on_log checks, after the step's loss
-                self._check_room(args, state, kwargs)
+                self._check_room(args, state, model, optimizer)
 
-        def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        def on_log(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None,
+                   **kwargs: Any) -> None:
             if control.should_save:
-                self._check_room(args, state, kwargs)
+                self._check_room(args, state, model, optimizer)
 
         def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             if not args.should_save:
@@ -67,11 +69,11 @@ def checkpoint_callbacks(config: TrainConfig, sink: MetricBuffer | NullSink) -> 
             if buffer is not None:
                 uploader_for(buffer.client, buffer.run_id, Path(args.output_dir)).submit(folder)
 
-        def _check_room(self, args: Any, state: Any, kwargs: dict[str, Any]) -> None:
+        def _check_room(self, args: Any, state: Any, model: Any, optimizer: Any) -> None:
             if not args.should_save:
                 return
             run_folder = Path(args.output_dir)
-            needed, why = room_needed(run_folder, kwargs.get("model"), kwargs.get("optimizer"))
+            needed, why = room_needed(run_folder, model, optimizer)
             ensure_room("output_dir", f"{PREFIX}{state.global_step}", run_folder, needed, self._advice(args), why)
 
         def _advice(self, args: Any) -> str:

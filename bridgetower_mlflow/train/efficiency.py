@@ -13,9 +13,12 @@ import logging
 
 from ..accelerators.peaks import dense_peak
 from ..contract import (
+    ACHIEVABLE_NOTE_TAG,
+    ACHIEVABLE_TFLOPS_METRIC,
     ENERGY_METRIC,
     ENERGY_NOTE_TAG,
     JOULES_PER_SAMPLE_METRIC,
+    MFU_ACHIEVABLE_METRIC,
     MFU_METRIC,
     MFU_NOTE_TAG,
     MODEL_FLOPS_METRIC,
@@ -71,3 +74,13 @@ def energy_metrics(joules: float | None, note: str, metrics: dict[str, float], w
         out[JOULES_PER_SAMPLE_METRIC] = joules / samples
     return out, {}
 
+
+
+def achievable_metrics(metrics: dict[str, float]) -> tuple[dict[str, float], dict[str, str]]:
+    """(metrics, tags): train_mfu_achievable against the measured matmul rate, or achievable.note."""
+    achievable = metrics.get(ACHIEVABLE_TFLOPS_METRIC)
+    if not achievable:
+        return {}, {ACHIEVABLE_NOTE_TAG: "the device's matmul rate was not measured (see the run's log)"}
+    if TFLOPS_PER_DEVICE_METRIC not in metrics:
+        return {}, {ACHIEVABLE_NOTE_TAG: "no model TFLOP/s to set against the measured matmul rate"}
+    return {MFU_ACHIEVABLE_METRIC: metrics[TFLOPS_PER_DEVICE_METRIC] / achievable}, {}

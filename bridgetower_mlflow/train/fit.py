@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NothingTrained
@@ -16,6 +18,8 @@ from .trainer import build_trainer
 if TYPE_CHECKING:
     from ..config import TrainConfig
     from ..launch.ranks import RankInfo
+    from ..telemetry.step_timing import StepTimingCallback
+    from ..tracking.session import RunSession
     from .prepare import Prepared
     from .run import NullRun, TrackedRun
 
@@ -38,11 +42,36 @@ def fit(config: TrainConfig, prepared: Prepared, run: TrackedRun | NullRun, rank
         raise
     finally:
         observed = observation.stop()
+    timing: StepTimingCallback | None = trainer.step_timing
+    if timing is not None:
+        observed = dataclasses.replace(observed, phases=timing.report())
     if trainer.state.global_step == 0:
         raise _nothing_trained(prepared.args, len(prepared.data.train))
+    if timing is not None and run.session is not None:
+        _log_profile(timing, Path(str(prepared.args.output_dir)), run.session)
     if config.resume:
         run.resumed_from(throughput.start_step)  # the checkpoint it continued from
     return Fitted(trainer, throughput, output, observed)
+
+
+def _log_profile(timing: StepTimingCallback, output_dir: Path, session: RunSession) -> None:
+    """The profiler window's trace and top-ops table under the run's profile/ artifacts (fails soft)."""
+    from ..contract import PROFILE_ARTIFACT_DIR, PROFILE_TOP_OPS_FILE
+
+    profiler = timing.profiler
+    if profiler is None:
+        return
+    try:
+        exported = profiler.export(output_dir / PROFILE_ARTIFACT_DIR)
+        if exported is None:
+            log.warning("profile_steps %d-%d: training ended before the window; no profile", profiler.first,
+                        profiler.last)
+            return
+        trace, table = exported
+        session.log_artifact(trace, PROFILE_ARTIFACT_DIR)
+        session.client.log_table(session.run_id, table, PROFILE_TOP_OPS_FILE)
+    except Exception as exc:  # noqa: BLE001 - telemetry fails soft
+        log.warning("the profile was not logged: %s", str(exc).splitlines()[0][:200] if str(exc) else exc)
 
 
 def _nothing_trained(args: Any, rows: int) -> NothingTrained:

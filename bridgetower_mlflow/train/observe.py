@@ -16,17 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
-from ..contract import ADVICE_TAG, SYSTEM_PREFIX, WAIT_METRIC
+from ..contract import SYSTEM_PREFIX
 from ..launch.collectives import all_gather_objects
 from ..telemetry.monitor import SeriesNames, resume_step, sum_by_step
-from .advice import RunFacts, advice
-from .efficiency import energy_metrics, flops_metrics
+from .findings import findings as findings  # run.close's: what the observation adds at the end
 
 if TYPE_CHECKING:
-    from ..config import TrainConfig
     from ..launch.ranks import RankInfo
     from ..telemetry.energy import EnergyWindow
     from ..telemetry.monitor import SystemMonitor
+    from ..telemetry.step_timing import PhaseReport
     from ..tracking.metric_buffer import MetricBuffer
     from ..tracking.null_sink import NullSink
     from ..tracking.session import RunSession
@@ -72,6 +71,7 @@ class Observed:
     whole_job: bool = True  # this host ran every rank
     node_report: NodeReport | None = None  # where several nodes ran the job: this node's, for rank 0 to sum
     host_cores: int | None = None  # of every node that ran the job (None: this host's)
+    phases: PhaseReport | None = None  # how this rank timed the step's phases (every rank times them alike)
 
 
 class Observation:
@@ -138,19 +138,6 @@ def combine_nodes(observed: Observed, ranks: RankInfo, sink: MetricBuffer | Null
     cpu = [values[WORKERS_CPU] for _, _, values in summed if WORKERS_CPU in values]
     return dataclasses.replace(observed, workers_cpu_percent=sum(cpu) / len(cpu) if cpu else None,
                                host_cores=sum(report.cores for report in reports))
-
-
-def findings(config: TrainConfig, prepared: Prepared, metrics: dict[str, float], observed: Observed
-             ) -> tuple[dict[str, float], dict[str, str]]:
-    """(metrics, tags) to add: efficiency, energy, advice (with the notes for what is unknown)."""
-    flops, flops_tags = flops_metrics(prepared, metrics, prepared.device.count, config.max_seq_length)
-    energy, energy_tags = energy_metrics(observed.energy_joules, observed.energy_note, metrics, observed.whole_job)
-    facts = RunFacts(
-        wait_fraction=metrics.get(WAIT_METRIC, 0.0), workers=config.dataloader_num_workers,
-        workers_cpu_percent=observed.workers_cpu_percent, host_cores=observed.host_cores or os.cpu_count() or 1,
-        device_utilization=observed.device_utilization,
-        device_decode_possible=bool(prepared.adapter.device_loader) and prepared.device_loader is None)
-    return {**flops, **energy}, {**flops_tags, **energy_tags, ADVICE_TAG: advice(facts)}
 
 
 def _start_monitor(prepared: Prepared, sink: MetricBuffer, ranks: RankInfo, pids: Sequence[int], names: SeriesNames,

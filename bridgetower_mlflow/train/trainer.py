@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ..data.cpu_images import normalize_batch
 from ..telemetry.loader_wait import TimedLoader
 from .loaders import ResumingLoader
+from .step_marks import with_step_marks
 
 if TYPE_CHECKING:
-    from ..accelerators.base import DeviceLoader
+    from ..accelerators.base import DeviceLoader, PhaseTiming
     from ..config import TrainConfig
     from ..data.cpu_images import ImageSpec
+    from ..telemetry.profiler_window import ProfilerWindow
     from ..telemetry.throughput import ThroughputCallback
     from ..tracking.metric_buffer import MetricBuffer
     from ..tracking.null_sink import NullSink
     from .prepare import Prepared
 
+log = logging.getLogger(__name__)
+
 
 def build_trainer_class(base: type[Any]) -> type[Any]:
-    """Subclass the recipe's Trainer (Trainer or GaudiTrainer) with the project's data hooks."""
+    """Subclass the recipe's Trainer (Trainer or GaudiTrainer) with the project's data hooks and step marks."""
 
     class BridgeTowerTrainer(base):
         device_loader: DeviceLoader | None = None  # when decoding on the device
@@ -55,7 +60,7 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
                 inputs["pixel_values"] = normalize_batch(pixels, self.image.mean, self.image.std)
             return inputs
 
-    return BridgeTowerTrainer
+    return with_step_marks(BridgeTowerTrainer)  # the input hook's marks hold the normalize
 
 
 def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | NullSink
@@ -63,6 +68,7 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
     """(trainer, throughput callback) for `prepared`; metrics go to `sink` (a MetricBuffer or NullSink)."""
     from ..data.collate import collate_batch
     from ..telemetry.progress import ProgressPrinter, progress_seconds
+    from ..telemetry.step_timing import StepTimingCallback
     from ..telemetry.throughput import ThroughputCallback
     from .checkpoint_callbacks import checkpoint_callbacks
     from .evaluate import keep_embeddings, retrieval_metrics_fn
@@ -75,11 +81,14 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
     throughput = ThroughputCallback(sink, lambda: getattr(holder.get("trainer"), "timed_loader", None),
                                     args.per_device_train_batch_size * world * args.gradient_accumulation_steps,
                                     config.throughput_warmup_steps, int(args.logging_steps))
+    timing = StepTimingCallback(sink, _phase_timing(prepared), throughput.wait_seconds,
+                                config.throughput_warmup_steps, int(args.logging_steps), _profile(config, prepared))
+    cls.step_timing = timing
     captions = [r[prepared.data.caption_column] for r in prepared.data.validation_rows]
     durable = _persist_on_save(sink)
     trainer = cls(model=prepared.loaded.model, args=args, train_dataset=prepared.data.train,
                   eval_dataset=prepared.data.validation, data_collator=collate_batch,
-                  callbacks=[throughput, ProgressPrinter(throughput, progress_seconds()), durable,
+                  callbacks=[timing, throughput, ProgressPrinter(throughput, progress_seconds()), durable,
                              *checkpoint_callbacks(config, sink),
                              *prepared.recipe.callbacks],
                   compute_metrics=retrieval_metrics_fn(captions), preprocess_logits_for_metrics=keep_embeddings,
@@ -87,6 +96,26 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
     holder["trainer"] = trainer
     _console_without_trainer_speeds(trainer)
     return trainer, throughput
+
+
+def _phase_timing(prepared: Prepared) -> PhaseTiming | None:
+    """How this device times a step's phases; None (no breakdown, a warning) where asking it fails."""
+    try:
+        return prepared.adapter.phase_timing(prepared.recipe, prepared.args)
+    except Exception as exc:  # noqa: BLE001 - telemetry fails soft
+        log.warning("phase breakdown off: %s", exc)
+        return None
+
+
+def _profile(config: TrainConfig, prepared: Prepared) -> ProfilerWindow | tuple[int, int] | None:
+    """The profiler window on the first rank; the steps it takes, which every rank keeps out of its window."""
+    from ..config import profile_window
+    from ..telemetry.profiler_window import ProfilerWindow
+
+    window = profile_window(config)
+    if window is None or prepared.args.process_index != 0:
+        return window
+    return ProfilerWindow(*window, prepared.adapter.profiler_activities())
 
 
 def _console_without_trainer_speeds(trainer: Any) -> None:

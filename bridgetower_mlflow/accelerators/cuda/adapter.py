@@ -6,7 +6,7 @@ import logging
 
 from ...contract import NVJPEG_LOADER, SM_COUNT_TAG
 from ...errors import AcceleratorUnavailable
-from ..base import Accelerator, DecodeRequest, DeviceInfo, RecipeSettings, TrainingRecipe
+from ..base import Accelerator, DecodeRequest, DeviceInfo, EventClock, PhaseTiming, RecipeSettings, TrainingRecipe
 from ..detection import allowed_here, check_count, check_label, module_present, package_version
 from ..hf_args import merged_kwargs
 from .arguments import cuda_training_kwargs, nvidia_label
@@ -84,6 +84,24 @@ class CudaAccelerator(Accelerator):
         except Exception as exc:  # noqa: BLE001 - telemetry fails soft
             logger.warning("GPU telemetry off: NVML failed to start (%s: %s)", type(exc).__name__, exc)
             return []
+
+    def phase_timing(self, recipe: TrainingRecipe, args) -> PhaseTiming:
+        """CUDA events on the current stream, read back once the GPU has passed them (Event.query: no sync)."""
+        import functools
+
+        import torch
+
+        source = "device events (torch.cuda.Event)"
+        new_event = functools.partial(torch.cuda.Event, enable_timing=True)
+        return PhaseTiming(clock=functools.partial(EventClock, new_event, torch.cuda.synchronize, source),
+                           source=source, notes=("host_to_device is the Trainer's _prepare_inputs on the GPU (the "
+                                                 "uint8 normalize); accelerate's loader copies each batch inside "
+                                                 "next(), so that copy counts in data_wait",))
+
+    def profiler_activities(self) -> list:
+        from torch.profiler import ProfilerActivity
+
+        return [ProfilerActivity.CPU, ProfilerActivity.CUDA]
 
 
 def _software(torch) -> dict:

@@ -13,7 +13,18 @@ from pathlib import Path
 
 from ...contract import EXECUTION_MODE_TAG, MEDIAPIPE_LOADER
 from ...errors import ConfigError, DeviceDecodeUnavailable
-from ..base import Accelerator, DecodeRequest, DeviceInfo, RecipeSettings, TrainingRecipe
+from ..base import (
+    FORWARD_END,
+    GRADS_READY,
+    INPUT_END,
+    Accelerator,
+    DecodeRequest,
+    DeviceInfo,
+    EventClock,
+    PhaseTiming,
+    RecipeSettings,
+    TrainingRecipe,
+)
 from ..detection import check_count, check_label, package_version
 from ..hf_args import hf_args_overrides, merged_kwargs, shared_kwargs
 from .arguments import (
@@ -161,3 +172,46 @@ class GaudiAccelerator(Accelerator):
                 reasons.append(f"{sampler_class.__name__}: {type(exc).__name__}: {exc}")
         logger.warning("HPU telemetry off: %s", "; ".join(reasons))
         return []
+
+    def phase_timing(self, recipe: TrainingRecipe, args) -> PhaseTiming:
+        """HPU events where the run trains on the HPU; in lazy mode only where a step is marked anyway.
+
+        The bridge's HPUEvent::record marks a step in lazy mode (it launches the graph built so far): an event
+        between input, forward and backward would cut the step's graph, so they merge into forward_backward.
+        """
+        import functools
+
+        if getattr(getattr(args, "device", None), "type", "cpu") != "hpu":  # GaudiTrainer's CPU mode
+            return PhaseTiming(notes=("the run trains on the CPU (use_habana false): no copy in host_to_device",))
+        import habana_frameworks.torch.hpu as hthpu
+
+        lazy = recipe.tags.get(EXECUTION_MODE_TAG) == LAZY and getattr(args, "use_lazy_mode", True)
+        source = "device events (habana_frameworks.torch.hpu.Event)"
+        clock = functools.partial(EventClock, functools.partial(hthpu.Event, enable_timing=True),
+                                  _lazy_synchronize if lazy else hthpu.synchronize, source)
+        if getattr(args, "distribution_strategy", "ddp") == "fast_ddp":
+            all_reduce = ("fast_ddp's all_reduce_gradients runs between backward and the optimizer step, where "
+                          "no point is marked: inside optimizer")
+        elif lazy:
+            all_reduce = "DDP's all-reduce runs inside the backward graph (lazy mode): inside forward_backward"
+        else:
+            all_reduce = "not timed on HCCL (a DDP comm hook there is unverified): inside backward"
+        if not lazy:
+            return PhaseTiming(clock, source, all_reduce=all_reduce)
+        return PhaseTiming(clock, source, frozenset({INPUT_END, FORWARD_END, GRADS_READY}),
+                           merged_why="lazy mode runs them as one graph at mark_step, and an HPU event recorded "
+                                      "between them would cut that graph", all_reduce=all_reduce)
+
+    def profiler_activities(self) -> list:
+        from torch.profiler import ProfilerActivity
+
+        return [ProfilerActivity.CPU, ProfilerActivity.HPU]
+
+
+def _lazy_synchronize() -> None:
+    """Lazy mode: launch what was built (mark_step), then wait for the device."""
+    import habana_frameworks.torch.core as htcore
+    import habana_frameworks.torch.hpu as hthpu
+
+    htcore.mark_step()
+    hthpu.synchronize()
