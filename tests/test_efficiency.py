@@ -42,10 +42,10 @@ def test_the_same_configuration_gives_the_same_count_once(tiny, one, tmp_path, m
     assert flops_per_sample(tiny, 64, 32) == one
 
 
-def _prepared(kind, name, precision="bf16", tf32=False):
+def _prepared(kind, name, precision="bf16", tf32=False, extra_tags=None):
     return SimpleNamespace(loaded=SimpleNamespace(model=SimpleNamespace(config=None), image=SimpleNamespace(size=64)),
                            recipe=SimpleNamespace(precision=precision), args=SimpleNamespace(tf32=tf32),
-                           device=SimpleNamespace(kind=kind, device_name=name))
+                           device=SimpleNamespace(kind=kind, device_name=name, extra_tags=extra_tags or {}))
 
 
 def test_mfu_uses_the_dense_peak_of_the_device_and_precision(monkeypatch):
@@ -100,6 +100,13 @@ def test_a_mig_slice_gets_the_peak_of_its_share_of_the_sms():
     assert peak.flops == pytest.approx(989.5e12 * 16 / 132) and note == "" and "16 of 132 SMs" in peak.source
     a100, _ = dense_peak("a100", "NVIDIA A100-SXM4-40GB MIG 3g.20gb", "tf32", sm_count=42)
     assert a100.flops == pytest.approx(156e12 * 42 / 108)
+
+
+def test_a_runs_mfu_on_a_mig_slice_uses_the_sm_count_detection_tagged(monkeypatch):
+    monkeypatch.setattr("bridgetower_mlflow.telemetry.flops.flops_per_sample", lambda *a: 1.5e12)
+    device = _prepared("h100", "NVIDIA H100 80GB HBM3 MIG 1g.10gb", extra_tags={"cuda.sm_count": "16"})
+    found, tags = flops_metrics(device, {"train_samples_per_second": 10.0}, 1, 128)
+    assert found["train_mfu"] == pytest.approx(15e12 / (989.5e12 * 16 / 132)) and tags == {}
 
 
 def test_a_mig_slice_of_unknown_size_gets_no_mfu_and_a_note(monkeypatch):

@@ -148,3 +148,19 @@ def test_a_bad_system_metrics_variable_is_one_line_naming_it(environ, line):
     with pytest.raises(ConfigError) as raised:
         system_metrics_settings(environ)
     assert str(raised.value) == line and raised.value.exit_code == 2
+
+
+def test_a_run_with_system_metrics_off_logs_no_system_series(cache_dir, sqlite_uri):
+    """MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING=false, as MLflow users turn its monitor off: the run trains and is
+    measured, and no `system/...` series is sampled."""
+    from conftest import run_cli
+
+    tiny = ["--max-steps", "3", "--logging-steps", "1", "--throughput-warmup-steps", "1",
+            "--per-device-train-batch-size", "4", "--max-train-samples", "16", "--max-eval-samples", "4",
+            "--max-seq-length", "16", "--dataloader-num-workers", "0", "--log-model", "false"]
+    done = run_cli(["train", *tiny], env_extra={"MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING": "false"}, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    client = MlflowClient(sqlite_uri)
+    (run,) = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert "train_loss" in run.data.metrics
+    assert [key for key in run.data.metrics if key.startswith("system/")] == []

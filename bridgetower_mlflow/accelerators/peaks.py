@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import Any
+
+from ..contract import SM_COUNT_TAG
 
 NVIDIA_A100 = ("NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 312 TFLOPS dense (624 sparse), TF32 156, FP32 19.5 "
                "(SXM and PCIe alike); 108 SMs (NVIDIA A100 Tensor Core GPU Architecture whitepaper)")
@@ -94,3 +97,9 @@ def _slice_peak(peak: Peak, gpu_sms: int | None, slice_sms: int | None, profile:
                       "whole GPU's peak")
     return replace(peak, flops=peak.flops * slice_sms / gpu_sms,
                    source=f"{peak.source}; MIG {profile}: {slice_sms} of {gpu_sms} SMs"), ""
+
+
+def device_peak(device: Any, precision: str) -> tuple[Peak | None, str]:
+    """dense_peak of a detected device: a MIG slice's peak scales by the SM count detection tagged."""
+    sm_count = int(getattr(device, "extra_tags", {}).get(SM_COUNT_TAG) or 0) or None
+    return dense_peak(device.kind, device.device_name, precision, sm_count)

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 import logging
 
-from ..accelerators.peaks import dense_peak
+from ..accelerators.peaks import device_peak
 from ..contract import (
     ACHIEVABLE_NOTE_TAG,
     ACHIEVABLE_TFLOPS_METRIC,
@@ -53,8 +53,7 @@ def flops_metrics(prepared: Prepared, metrics: dict[str, float], devices: int, s
         return out, {MFU_NOTE_TAG: "no steady-state throughput, so no TFLOP/s or MFU"}
     tflops = flops * metrics[THROUGHPUT_METRIC] / 1e12
     out.update({TFLOPS_METRIC: tflops, TFLOPS_PER_DEVICE_METRIC: tflops / devices})
-    device = prepared.device
-    peak, why = dense_peak(device.kind, device.device_name, peak_precision(prepared))
+    peak, why = device_peak(prepared.device, peak_precision(prepared))
     if peak is None:
         return out, {MFU_NOTE_TAG: why}
     out[MFU_METRIC] = tflops / devices * 1e12 / peak.flops

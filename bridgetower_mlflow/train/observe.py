@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 Sample = tuple[int, int, dict[str, float]]  # (step, ms, {name: value})
 
 log = logging.getLogger(__name__)
-SAMPLING_INTERVAL = float(os.environ.get("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL") or 2.0)  # MLflow's own knob
 DEVICE_UTILIZATION = r"(gpu|hpu)_\d+_utilization_percentage"
 WORKERS_CPU = "dataloader_workers_cpu_percentage"
 NODE_FLUSH_TIMEOUT = 10.0  # a node's last samples at the end; what is not sent by then is in its spill file
@@ -147,12 +146,16 @@ def _start_monitor(prepared: Prepared, sink: MetricBuffer, ranks: RankInfo, pids
     from ..telemetry.monitor import SystemMonitor
     from ..telemetry.samplers.host_cpu import HostCpuSampler
     from ..telemetry.samplers.mlflow_collectors import mlflow_collectors
+    from ..telemetry.system_metrics_settings import system_metrics_settings
 
+    settings = system_metrics_settings()  # train's entry checked it: a bad value never reaches a run
+    if not settings.enabled:
+        return None
     try:
         here = dataclasses.replace(prepared.device, count=ranks.devices_here(prepared.device.count))
         gpus = here.count if family(here.kind) == "cuda" else 0
         samplers = [HostCpuSampler(*pids), *mlflow_collectors(gpus), *prepared.adapter.device_samplers(here)]
-        return SystemMonitor(sink, samplers, SAMPLING_INTERVAL, names=names, first_step=first_step).start()
+        return SystemMonitor(sink, samplers, settings.interval_s, names=names, first_step=first_step).start()
     except Exception as exc:  # noqa: BLE001 - telemetry fails soft
         log.warning("system metrics disabled: %s", exc)
         return None
@@ -163,10 +166,14 @@ def _start_node_monitor(sink: MetricBuffer, node: int, pids: Sequence[int], firs
     from ..telemetry.monitor import SystemMonitor
     from ..telemetry.samplers.host_cpu import HostCpuSampler
     from ..telemetry.samplers.mlflow_collectors import host_collectors
+    from ..telemetry.system_metrics_settings import system_metrics_settings
 
+    settings = system_metrics_settings()
+    if not settings.enabled:
+        return None
     try:
         samplers = [HostCpuSampler(*pids), *host_collectors()]
-        return SystemMonitor(sink, samplers, SAMPLING_INTERVAL, names=SeriesNames(node, main=False),
+        return SystemMonitor(sink, samplers, settings.interval_s, names=SeriesNames(node, main=False),
                              first_step=first_step).start()
     except Exception as exc:  # noqa: BLE001 - telemetry fails soft
         log.warning("system metrics of node %d disabled: %s", node, exc)

@@ -24,7 +24,7 @@ def observe(monkeypatch, adapter, device, ranks, during=None, samples: int = 3):
     the energy window (to move the counters)."""
     from bridgetower_mlflow.train import observe as observe_module
 
-    monkeypatch.setattr(observe_module, "SAMPLING_INTERVAL", 0.05)
+    monkeypatch.setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.05")  # MLflow's own knob, as users set it
     sink = RecordingSink()
     prepared = SimpleNamespace(adapter=adapter, device=device, device_loader=None, loaded=None,
                                recipe=SimpleNamespace(precision="bf16"), args=SimpleNamespace())
