@@ -154,9 +154,6 @@ def test_a_smaller_last_batch_counts_its_own_rows_where_drop_last_is_off(tmp_pat
     assert (result.steps, result.samples) == (6, 290)
 
 
-@pytest.mark.xfail(condition=int(__import__("transformers").__version__.split(".")[0]) >= 5, strict=True,
-                   reason="transformers 5.x sizes every epoch before it loads the checkpoint's step: "
-                          "train/trainer.py must pass the loader's length to _run_epoch (see the truth report)")
 def test_a_resume_runs_each_step_with_the_batches_the_uninterrupted_run_had(tmp_path):
     """5 batches an epoch in steps of 2 (2, 2, 1): stopped at step 4 and resumed, the run goes on 2, 1, 2, 2. The
     loader skips the trained batches itself and says how many the resumed epoch has left, so the Trainer ends

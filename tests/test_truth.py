@@ -51,9 +51,6 @@ def resumed(ga_remainder, root):
     return run_observed(CONFIGS["resume"], root)
 
 
-@pytest.mark.xfail(condition=int(__import__("transformers").__version__.split(".")[0]) >= 5, strict=True,
-                   reason="transformers 5.x sizes every epoch before it loads the checkpoint's step: "
-                          "train/trainer.py must pass the loader's length to _run_epoch (see the truth report)")
 def test_a_resume_runs_the_steps_of_the_uninterrupted_run(ga_remainder, resumed):
     assert resumed.batches_per_step() == ga_remainder.batches_per_step()[6:]
 

@@ -43,6 +43,17 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
             self.train_loader = ResumingLoader(loader, self, length)
             return self.train_loader
 
+        def _run_epoch(self, *args: Any, **kwargs: Any) -> Any:
+            """transformers 5.x sizes every epoch before the checkpoint's step is loaded: a resumed epoch is sized
+            here from what its loader has left, so its last accumulation update ends on that epoch's last batch."""
+            loader = kwargs.get("train_dataloader")
+            if isinstance(loader, ResumingLoader) and kwargs.get("epoch") == kwargs.get("epochs_trained"):
+                left = len(loader)
+                if left != kwargs.get("steps_in_epoch"):
+                    accumulation = max(1, int(self.args.gradient_accumulation_steps))
+                    kwargs.update(steps_in_epoch=left, num_update_steps_per_epoch=max(-(-left // accumulation), 1))
+            return super()._run_epoch(*args, **kwargs)
+
         def get_eval_dataloader(self, eval_dataset: Any = None) -> TimedLoader:
             # drop_last is the training rule (full contrastive batches); evaluation scores every row, on every
             # accelerator: the base Trainers (Trainer, GaudiTrainer) build both loaders from the one flag
