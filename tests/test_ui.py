@@ -70,7 +70,8 @@ def test_sweep_and_compare_read_well_in_the_ui(cache_dir, mlflow_server, browser
         page.get_by_text(f"{tag}: {child.data.tags[tag]}", exact=True).first.wait_for()
     page.get_by_text("train_samples_per_second (first 3 steps excluded)").first.wait_for()  # the description
     page.screenshot(path=str(SHOTS / "train-run.png"), full_page=True)
-    for metric in ("train_samples_per_second", "eval_loss", "dataloader_wait_fraction"):
+    for metric in ("train_samples_per_second", "eval_loss", "dataloader_wait_fraction",
+                   "train_phase_data_wait_fraction", "train_phase_forward_fraction", "train_step_seconds_p50"):
         shown = _shown_metric(page, metric)  # the UI rounds long values (to 4 decimals): within half a last digit
         half_digit = 0.5 * 10 ** -len(shown.partition(".")[2])
         assert float(shown) == pytest.approx(child.data.metrics[metric], abs=half_digit * 1.001), (metric, shown)
