@@ -94,9 +94,8 @@ def build(observer: Observer, output_dir: str, forward_extra_ms: float, world: i
     plan = dataclasses.replace(CpuAccelerator("cpu").phase_timing(None, args), unmarked=unmarked,
                                merged_why="the test's plan")
     timing = StepTimingCallback(NullSink(), plan, waited, WARMUP, 5)
-    cls.step_timing = timing
     rows = STEPS * BATCH * world * accumulate * 2  # every rank fetches (and prefetches) its batches, to the end
-    trainer = cls(model=model, args=args, train_dataset=[{"i": i} for i in range(rows)],
+    trainer = cls(model=model, args=args, train_dataset=[{"i": i} for i in range(rows)], step_timing=timing,
                   data_collator=collate, callbacks=[timing],
                   optimizers=(SleepyOptimizer(model.parameters(), lr=0.01), None))
     holder["trainer"] = trainer

@@ -83,6 +83,7 @@ CASES = [  # (CLI arguments, extra environment, what the one error line must say
     (["--hf-args", "--hub_token hf_abcdefghijklmnopqrstuvwxyz"], {}, "hf_args: invalid value '--hub_token ***'; allowed: flags without secrets"),
     ([], {"MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL": "2s"}, "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL: invalid value '2s'; allowed: a number of seconds above 0 (unset: 2)"),
     ([], {"MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING": "maybe"}, "MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING: invalid value 'maybe'; allowed: true or false"),
+    ([], {"BRIDGETOWER_FLUSH_TIMEOUT": "-1"}, "BRIDGETOWER_FLUSH_TIMEOUT: invalid value '-1'; allowed: seconds, a number above 0 (unset: 120)"),
     ([], {"BRIDGETOWER_PROGRESS_SECONDS": "soon"}, "BRIDGETOWER_PROGRESS_SECONDS: invalid value 'soon'; allowed: seconds, a number >= 0"),
     ([], {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}, "tracking: server http://127.0.0.1:9 unreachable"),
     ([], {"MLFLOW_TRACKING_URI": "http://bob:hunter2@127.0.0.1:9"}, "tracking: server http://127.0.0.1:9 unreachable"),  # the password moved out of the URI first

@@ -12,11 +12,15 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 class Stopped(KeyboardInterrupt):
     """Raised in the main thread by a stop signal; a KeyboardInterrupt, so no `except Exception` swallows it."""
 
-    def __init__(self, signum: int) -> None:
+    def __init__(self, signum: int, step: int | None = None, run_id: str | None = None) -> None:
         self.signum, self.signal_name = signum, signal.Signals(signum).name
-        self.step: int | None = None  # the optimizer step training had reached, when it had started
-        self.run_id: str | None = None  # the run it ended
+        self.step = step  # the optimizer step training had reached, when it had started
+        self.run_id = run_id  # the run it ended
         super().__init__(f"stopped by {self.signal_name}")
+
+    def at(self, step: int | None = None, run_id: str | None = None) -> Stopped:
+        """The same stop, raised again by a layer that knows more: where training was, which run it ended."""
+        return Stopped(self.signum, self.step if step is None else step, self.run_id if run_id is None else run_id)
 
     @property
     def exit_code(self) -> int:

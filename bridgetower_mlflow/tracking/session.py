@@ -44,9 +44,9 @@ def no_retries() -> Iterator[None]:
 class RunSession:
     """One MLflow run, used only by rank 0. Everything logged after the start goes through a MetricBuffer."""
 
-    def __init__(self, run_id: str, client: Any) -> None:
+    def __init__(self, run_id: str, client: Any, previous_status: str | None = None) -> None:
         self.run_id, self.client = run_id, client
-        self.previous_status = None  # status of a run resumed with resume=true, before we resumed it
+        self.previous_status = previous_status  # status of a run resumed with resume=true, before we resumed it
         spill = spill_dir() / f"{run_id}.spill.jsonl"
         upload_leftovers(spill_dir())  # before our own lock: a killed process's spill of this run replays too
         self._spill_lock = hold_spill_lock(spill)
@@ -81,9 +81,7 @@ class RunSession:
             raise tracking_error("start the run", exc) from None
         if run_id and run_name:
             mlflow.set_tag(RUN_NAME_TAG, run_name)
-        session = cls(active.info.run_id, mlflow.tracking.MlflowClient())
-        session.previous_status = previous
-        return session
+        return cls(active.info.run_id, mlflow.tracking.MlflowClient(), previous)
 
     def log_params(self, params: dict[str, Any]) -> int:
         """Log every param (flattened, redacted, fitted to limits) plus params_full.json."""

@@ -37,7 +37,9 @@ def train_options(command: Callable[..., Any]) -> Callable[..., Any]:
 def train_command(**options: Any) -> None:
     """One fully tracked fine-tuning run on one accelerator kind."""
     config = build_train_config(**options)
-    check_environment()
+    from .environment import read_environment
+
+    environment = read_environment()  # every variable the run reads, checked before anything starts
     setup_logging()
     from ..launch.self_launch import was_self_launched
     from ..launch.signals import Stopped, stop_signals_raise
@@ -46,7 +48,7 @@ def train_command(**options: Any) -> None:
 
     with stop_signals_raise():
         try:
-            result = train(config)
+            result = train(config, environment=environment)
         except Stopped as exc:
             click.echo(f"error: {stopped_line(config, exc)}", err=True)
             sys.exit(exc.exit_code)
@@ -62,15 +64,6 @@ def train_command(**options: Any) -> None:
         raise TrackingError(f"tracking: the run trained, but {result.spill_left} records (metrics, tags, its end "
                             f"status) could not reach the tracking server; record them with: bridgetower-mlflow "
                             f"upload-spill {result.spill_file}")
-
-
-def check_environment() -> None:
-    """The environment variables a run reads, checked before anything starts: a bad value is one line, exit 2."""
-    from ..telemetry.progress import progress_seconds
-    from ..telemetry.system_metrics_settings import system_metrics_settings
-
-    progress_seconds()
-    system_metrics_settings()
 
 
 def stopped_line(config: TrainConfig, exc: Stopped) -> str:

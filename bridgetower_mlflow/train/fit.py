@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NothingTrained
 from ..launch.signals import Stopped
+from ..telemetry.progress import DEFAULT_PROGRESS_SECONDS
 from .observe import Observation
 from .output_folder import writes_into
 from .result import Fitted
@@ -26,9 +27,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def fit(config: TrainConfig, prepared: Prepared, run: TrackedRun | NullRun, ranks: RankInfo) -> Fitted:
+def fit(config: TrainConfig, prepared: Prepared, run: TrackedRun | NullRun, ranks: RankInfo,
+        progress_s: float = DEFAULT_PROGRESS_SECONDS) -> Fitted:
     """Train `prepared` to its end (or from its checkpoint on a resume); metrics go to the run's sink."""
-    trainer, throughput = build_trainer(config, prepared, run.sink)
+    trainer, throughput = build_trainer(config, prepared, run.sink, progress_s)
     observation = Observation(prepared, run.session, ranks)
     throughput.window = observation.window  # energy is read at the throughput window's two instants
     checkpoint = checkpoint_to_resume(config, str(prepared.args.output_dir))
@@ -38,8 +40,7 @@ def fit(config: TrainConfig, prepared: Prepared, run: TrackedRun | NullRun, rank
         with writes_into(config.output_dir):
             output = trainer.train(resume_from_checkpoint=checkpoint)
     except Stopped as exc:
-        exc.step = trainer.state.global_step
-        raise
+        raise exc.at(step=trainer.state.global_step) from None
     finally:
         observed = observation.stop()
     timing: StepTimingCallback | None = trainer.step_timing

@@ -9,6 +9,7 @@ if TYPE_CHECKING:
 
 import contextlib
 import os
+from pathlib import Path
 
 from ..accelerators.detection import hide_if_broken
 from ..accelerators.registry import get_accelerator
@@ -16,6 +17,7 @@ from ..contract import SWEEP_CELL_ENV
 from ..launch.ranks import RankInfo, needs_launch
 from ..launch.self_launch import was_self_launched
 from ..launch.signals import Stopped
+from .environment import RunEnvironment, read_environment
 from .fit import fit
 from .measure import measure
 from .output_folder import check_writable, holding
@@ -24,21 +26,23 @@ from .result import TrainResult
 from .run import launch_tracked, open_run
 
 
-def train(config: TrainConfig, *, tracked: bool = True) -> TrainResult:
+def train(config: TrainConfig, *, tracked: bool = True, environment: RunEnvironment | None = None) -> TrainResult:
     """One fine-tuning run (or, with devices > 1 and no outer launcher, the launcher of its ranks).
 
     `tracked=False` trains exactly as a non-main rank does: no run, nothing logged, no samplers.
+    `environment`: the variables the run reads (read here when not given).
     """
+    environment = environment or read_environment()
     ranks = RankInfo.from_env()
     check_writable(config.output_dir)
     # self-launched ranks train under their launcher's hold; a sweep's cells under their sweep's (two sweeps
     # may share a folder: every cell writes only into its own run's subfolder)
     owner = ranks.is_main and not was_self_launched() and os.environ.get(SWEEP_CELL_ENV) != "1"
     with holding(config.output_dir) if owner else contextlib.nullcontext():
-        return _train(config, ranks, tracked)
+        return _train(config, ranks, tracked, environment)
 
 
-def _train(config: TrainConfig, ranks: RankInfo, tracked: bool) -> TrainResult:
+def _train(config: TrainConfig, ranks: RankInfo, tracked: bool, environment: RunEnvironment) -> TrainResult:
     adapter = get_accelerator(config.accel)
     for key, value in adapter.stack_environment(config.hf_args).items():  # before anything imports torch
         os.environ.setdefault(key, value)
@@ -50,13 +54,17 @@ def _train(config: TrainConfig, ranks: RankInfo, tracked: bool) -> TrainResult:
     for key, value in ranks.torch_env().items():  # mpirun sets only its own names; torch.distributed reads these
         os.environ.setdefault(key, value)
     prepared = prepare(config, adapter, device, ranks)
-    run = open_run(config, prepared, ranks, tracked)  # rank 0's run, or a NullRun: no run is left RUNNING
+    # rank 0's run, or a NullRun: no run is left RUNNING
+    run = open_run(config, prepared, ranks, tracked, environment.flush_timeout_s)
+    prepared = prepared.in_run_folder(Path(config.output_dir) / (run.run_id or "run"))  # checkpoints go there
     try:
-        fitted = fit(config, prepared, run, ranks)
+        fitted = fit(config, prepared, run, ranks, environment.progress_seconds)
         metrics = measure(config, prepared, fitted, ranks)
         return run.close(config, prepared, fitted, metrics, ranks)
+    except Stopped as exc:
+        stopped = exc.at(run_id=run.run_id)
+        run.fail(stopped)
+        raise stopped from None
     except BaseException as exc:
-        if isinstance(exc, Stopped):
-            exc.run_id = run.run_id
         run.fail(exc)
         raise

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..accelerators.base import DecodeRequest
@@ -29,8 +31,7 @@ log = logging.getLogger(__name__)
 class Prepared:
     """The run's parts, ready to train: adapter and device, model, data, recipe and its arguments.
 
-    Frozen: a phase that changes it makes a new one (dataclasses.replace). `args` itself stays a mutable
-    TrainingArguments, whose output_dir open_run points at the run's own folder."""
+    Frozen: a phase that changes it makes a new one (dataclasses.replace, in_run_folder)."""
 
     adapter: Accelerator
     device: DeviceInfo
@@ -42,6 +43,13 @@ class Prepared:
     data_loader: str = CPU_LOADER
     fallback_reason: str | None = None
     total_steps: int = 0
+
+    def in_run_folder(self, folder: Path) -> Prepared:
+        """These parts writing into the run's own folder: a copy of `args` with that output_dir (the
+        TrainingArguments built here are not rebuilt: their __post_init__ sets up devices and the environment)."""
+        args = copy.copy(self.args)
+        args.output_dir = str(folder)
+        return dataclasses.replace(self, args=args)
 
 
 def prepare(config: TrainConfig, adapter: Accelerator, device: DeviceInfo, ranks: RankInfo) -> Prepared:

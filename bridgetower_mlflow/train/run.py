@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import to_cli_args
@@ -32,6 +31,7 @@ from ..launch.signals import Stopped
 from ..redact import first_line
 from ..tracking.null_sink import NullSink
 from .checkpoint_upload import settle_uploads
+from .environment import DEFAULT_FLUSH_TIMEOUT_S
 from .observe import combine_nodes, findings
 from .output_folder import writes_into
 from .record import describe, device_tags, run_name, start_tags, train_params
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from .result import Fitted
 
 log = logging.getLogger(__name__)
-FLUSH_TIMEOUT = float(os.environ.get("BRIDGETOWER_FLUSH_TIMEOUT", "120"))
 STOP_FLUSH_TIMEOUT = 10.0  # inside Kubernetes' 30 s grace; what is not sent by then is in the spill file
 
 
@@ -65,12 +64,13 @@ def start_session(config: TrainConfig, prepared: Prepared) -> RunSession:
     return RunSession.start(config.experiment_name, run_name(config, prepared.device.kind), tags, resume_id)
 
 
-def open_run(config: TrainConfig, prepared: Prepared, ranks: RankInfo, tracked: bool = True) -> TrackedRun | NullRun:
+def open_run(config: TrainConfig, prepared: Prepared, ranks: RankInfo, tracked: bool = True,
+             flush_timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> TrackedRun | NullRun:
     """The first visit: start (or resume) the run, its dataset inputs and params; every rank learns its id."""
     from ..model.load import count_parameters
 
     session = start_session(config, prepared) if ranks.is_main and tracked else None
-    run = TrackedRun(session, project_run_of_resume(session.run_id if config.resume else None)) \
+    run = TrackedRun(session, project_run_of_resume(session.run_id if config.resume else None), flush_timeout_s) \
         if session is not None else None
     try:
         if session is not None:
@@ -80,7 +80,6 @@ def open_run(config: TrainConfig, prepared: Prepared, ranks: RankInfo, tracked: 
 
             log_dataset_inputs(config, prepared.data)
         run_id = broadcast_from_main(session.run_id if session else os.environ.get("MLFLOW_RUN_ID"), ranks)
-        prepared.args.output_dir = str(Path(config.output_dir) / (run_id or "run"))
         if session is not None:
             params = train_params(config, prepared, count_parameters(prepared.loaded.model))
             session.log_params(as_resumed(params, session.existing_params) if config.resume else params)
@@ -118,8 +117,10 @@ class NullRun:
 class TrackedRun:
     """Rank 0's run; whatever happens, it does not stay RUNNING (nor does the project run of a resume)."""
 
-    def __init__(self, session: RunSession, project_run: str | None = None) -> None:
+    def __init__(self, session: RunSession, project_run: str | None = None,
+                 flush_timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> None:
         self.session, self.run_id, self.sink = session, session.run_id, session.buffer
+        self.flush_timeout_s = flush_timeout_s  # how long the end waits for the server (BRIDGETOWER_FLUSH_TIMEOUT)
         self.project_run = project_run  # `mlflow run -P resume=true`'s own run: it records what it resumed
         if project_run:
             self._mark_project_run()
@@ -154,12 +155,13 @@ class TrackedRun:
         """The second visit: findings, final metrics, tags, description, the model, FINISHED."""
         observed = combine_nodes(fitted.observed, ranks, self.sink)  # every node's workers, summed
         found, tags = findings(config, prepared, metrics, observed)
-        metrics.update(found)
+        metrics = {**metrics, **found}
         self.session.set_tags(tags)
-        settle_uploads(self.run_id, FLUSH_TIMEOUT)  # the last checkpoint whole on the server before the run ends
-        version = _record(config, prepared, self.session, fitted.trainer, metrics, tags[ADVICE_TAG])
+        settle_uploads(self.run_id, self.flush_timeout_s)  # the last checkpoint whole on the server before the run ends
+        version = _record(config, prepared, self.session, fitted.trainer, metrics, tags[ADVICE_TAG],
+                          self.flush_timeout_s)
         barrier(ranks)
-        left = self.session.finish("FINISHED", FLUSH_TIMEOUT)
+        left = self.session.finish("FINISHED", self.flush_timeout_s)
         self._settle_project_run("FINISHED")
         spill = str(self.session.buffer.spill_path) if left else None
         return TrainResult(self.run_id, metrics, version, left, spill)
@@ -175,9 +177,9 @@ class TrackedRun:
             self.session.set_tags({ERROR_TAG: first_line(exc)})
         self.session.buffer.persist()
         # an upload in flight may finish inside the grace: a resume elsewhere then starts from it
-        settle_uploads(self.run_id, STOP_FLUSH_TIMEOUT if status == "KILLED" else min(FLUSH_TIMEOUT, 60))
+        settle_uploads(self.run_id, STOP_FLUSH_TIMEOUT if status == "KILLED" else min(self.flush_timeout_s, 60))
         try:
-            self.session.finish(status, STOP_FLUSH_TIMEOUT if status == "KILLED" else min(FLUSH_TIMEOUT, 30))
+            self.session.finish(status, STOP_FLUSH_TIMEOUT if status == "KILLED" else min(self.flush_timeout_s, 30))
         except DiskFull as lost:  # what failed the run comes first; the records lost with it are a warning
             log.warning("%s", lost)
         outcome = "KILLED" if status == "KILLED" else "FAILED"
@@ -185,7 +187,7 @@ class TrackedRun:
 
 
 def _record(config: TrainConfig, prepared: Prepared, session: RunSession, trainer: Any, metrics: dict[str, float],
-            advice: str) -> str | None:
+            advice: str, flush_timeout_s: float) -> str | None:
     """Final metrics, tags and description into the run's buffer; the model logged. Returns its version."""
     from ..model.publish import publish_model
 
@@ -199,7 +201,7 @@ def _record(config: TrainConfig, prepared: Prepared, session: RunSession, traine
     if not config.log_model:
         return None
     # log_model links to the model only the metrics already stored at its step: the final figures go first
-    if not session.buffer.flush(FLUSH_TIMEOUT):
+    if not session.buffer.flush(flush_timeout_s):
         log.warning("the final metrics are not in the store yet (%d records queued): the logged model will not "
                     "carry them", session.buffer.pending())
     with writes_into(config.output_dir):
@@ -220,9 +222,8 @@ def launch_tracked(config: TrainConfig, adapter: Accelerator, device: DeviceInfo
     try:
         code = launch_ranks(adapter.launch_command(device, ["train", *to_cli_args(config)]), run_id)
     except Stopped as exc:
-        exc.run_id = run_id
         settle_run(client, run_id, KILLED, first_line(exc))
-        raise
+        raise exc.at(run_id=run_id) from None
     except Exception as exc:  # the ranks could not start (no mpirun on PATH): the run must not stay RUNNING
         settle_run(client, run_id, FAILED, first_line(exc))
         raise

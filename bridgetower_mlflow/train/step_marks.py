@@ -15,7 +15,7 @@ def with_step_marks(base: type[Any]) -> type[Any]:
     """`base` (the project's Trainer subclass) marking each training step's points on `step_timing`."""
 
     class StepMarks(base):
-        step_timing: StepTimingCallback | None = None  # set by build_trainer
+        step_timing: StepTimingCallback | None  # the Trainer's constructor sets it (train.trainer)
         _timed: StepTimingCallback | None = None  # inside a training step: its points are marked
         _hooked = False  # the all-reduce timing is registered on the wrapped model
 

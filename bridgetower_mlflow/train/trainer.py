@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..config import TrainConfig
     from ..data.cpu_images import ImageSpec
     from ..telemetry.profiler_window import ProfilerWindow
+    from ..telemetry.step_timing import StepTimingCallback
     from ..telemetry.throughput import ThroughputCallback
     from ..tracking.metric_buffer import MetricBuffer
     from ..tracking.null_sink import NullSink
@@ -27,9 +28,14 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
     """Subclass the recipe's Trainer (Trainer or GaudiTrainer) with the project's data hooks and step marks."""
 
     class BridgeTowerTrainer(base):
-        device_loader: DeviceLoader | None = None  # when decoding on the device
-        image: ImageSpec  # set by build_trainer
         train_loader: ResumingLoader | None = None
+
+        def __init__(self, *args: Any, device_loader: DeviceLoader | None = None, image: ImageSpec | None = None,
+                     step_timing: StepTimingCallback | None = None, **kwargs: Any) -> None:
+            self.device_loader = device_loader  # when decoding on the device
+            self.image = image  # the model's input: mean and std of the device-side normalize
+            self.step_timing = step_timing  # the phase breakdown's marks (the step-marks layer reads it)
+            super().__init__(*args, **kwargs)
 
         @property
         def timed_loader(self) -> TimedLoader | None:
@@ -68,24 +74,25 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
             pixels = inputs.get("pixel_values")
             if pixels is not None and not pixels.is_floating_point():
                 # uint8 from the CPU loader: one fused normalize per batch, on the device
+                if self.image is None:
+                    raise TypeError("uint8 pixel_values need the model's image spec (image=) to be normalized")
                 inputs["pixel_values"] = normalize_batch(pixels, self.image.mean, self.image.std)
             return inputs
 
     return with_step_marks(BridgeTowerTrainer)  # the input hook's marks hold the normalize
 
 
-def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | NullSink
-                  ) -> tuple[Any, ThroughputCallback]:
+def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | NullSink,
+                  progress_s: float = 10.0) -> tuple[Any, ThroughputCallback]:
     """(trainer, throughput callback) for `prepared`; metrics go to `sink` (a MetricBuffer or NullSink)."""
     from ..data.collate import collate_batch
-    from ..telemetry.progress import ProgressPrinter, progress_seconds
+    from ..telemetry.progress import ProgressPrinter
     from ..telemetry.step_timing import StepTimingCallback
     from ..telemetry.throughput import ThroughputCallback
     from .checkpoint_callbacks import checkpoint_callbacks
     from .evaluate import keep_embeddings, retrieval_metrics_fn
 
     cls = build_trainer_class(prepared.recipe.trainer_class)
-    cls.device_loader, cls.image = prepared.device_loader, prepared.loaded.image
     args = prepared.args
     world = max(1, args.world_size)
     holder: dict[str, Any] = {}
@@ -94,12 +101,12 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
                                     config.throughput_warmup_steps, int(args.logging_steps))
     timing = StepTimingCallback(sink, _phase_timing(prepared), throughput.wait_seconds,
                                 config.throughput_warmup_steps, int(args.logging_steps), _profile(config, prepared))
-    cls.step_timing = timing
     captions = [r[prepared.data.caption_column] for r in prepared.data.validation_rows]
     durable = _persist_on_save(sink)
     trainer = cls(model=prepared.loaded.model, args=args, train_dataset=prepared.data.train,
+                  device_loader=prepared.device_loader, image=prepared.loaded.image, step_timing=timing,
                   eval_dataset=prepared.data.validation, data_collator=collate_batch,
-                  callbacks=[timing, throughput, ProgressPrinter(throughput, progress_seconds()), durable,
+                  callbacks=[timing, throughput, ProgressPrinter(throughput, progress_s), durable,
                              *checkpoint_callbacks(config, sink),
                              *prepared.recipe.callbacks],
                   compute_metrics=retrieval_metrics_fn(captions), preprocess_logits_for_metrics=keep_embeddings,

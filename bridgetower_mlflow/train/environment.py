@@ -1,0 +1,43 @@
+"""The environment variables a `train` run reads, read and checked once where it starts: a bad value is one line
+naming the variable (exit 2) before any run exists, and nothing later reads the environment for them."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError
+from ..telemetry.system_metrics_settings import SystemMetricsSettings, system_metrics_settings
+
+FLUSH_TIMEOUT_ENV = "BRIDGETOWER_FLUSH_TIMEOUT"
+DEFAULT_FLUSH_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class RunEnvironment:
+    progress_seconds: float = 10.0  # BRIDGETOWER_PROGRESS_SECONDS
+    system_metrics: SystemMetricsSettings = field(default_factory=SystemMetricsSettings)  # MLflow's own variables
+    flush_timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S  # how long the run's end waits for the tracking server
+
+
+def read_environment(environ: Mapping[str, str] = os.environ) -> RunEnvironment:
+    """Every variable the run reads, checked; ConfigError names the first bad one."""
+    from ..telemetry.progress import progress_seconds  # beside the Trainer callback it paces (transformers)
+
+    return RunEnvironment(progress_seconds(environ), system_metrics_settings(environ), _flush_timeout(environ))
+
+
+def _flush_timeout(environ: Mapping[str, str]) -> float:
+    text = (environ.get(FLUSH_TIMEOUT_ENV) or "").strip()
+    if not text:
+        return DEFAULT_FLUSH_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ConfigError(FLUSH_TIMEOUT_ENV, text, f"allowed: seconds, a number above 0 (unset: "
+                                                   f"{DEFAULT_FLUSH_TIMEOUT_S:g})")
+    return seconds
