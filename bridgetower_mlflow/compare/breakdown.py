@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..contract import BOTTLENECK_TAG
+from ..contract import ACCELERATOR_TAG, BOTTLENECK_TAG
 from .formatting import Table, format_number, format_share
 from .grouping import GroupStats
 from .phases import PHASE_ORDER, PHASE_SHORT
@@ -33,5 +33,5 @@ def phase_table(section: ConfigSection) -> Table | None:
         rows.append([label, column, format_number(cell.median),
                      *(format_share(shares.get(phase)) for phase in phases),
                      ", ".join(sorted(set(cell.bottlenecks))) or "-"])
-    headers = ["setting", "accelerator", "samples/s", *(PHASE_SHORT[phase] for phase in phases), BOTTLENECK_TAG]
+    headers = ["setting", ACCELERATOR_TAG, "samples/s", *(PHASE_SHORT[phase] for phase in phases), BOTTLENECK_TAG]
     return "Where the step goes: median share of the measured window per phase", headers, rows

@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..contract import PEAK_MEMORY_METRIC, THROUGHPUT_METRIC, phase_fraction_metric
+from ..contract import ACCELERATOR_TAG, DECODE_TAG, PEAK_MEMORY_METRIC, THROUGHPUT_METRIC, phase_fraction_metric
 from .comparison import Comparison
 from .cost import usd_per_million_samples
 from .grouping import CONFIG_KEYS, EFFICIENCY_FIELDS, GroupStats
@@ -23,8 +23,8 @@ from .tables import pair_place, section_heading
 
 Row = dict[str, Any]  # one plain row of numbers and words (CSV, JSON, log_table)
 CSV_FIELDS = (
-    "section", "source", "throughput_warmup_steps", *CONFIG_KEYS, "accelerator", "column", "setting",
-    "dataloader_num_workers", "decode", "data_loaders", "device_names", "n", "median", "min", "max",
+    "section", "source", "throughput_warmup_steps", *CONFIG_KEYS, ACCELERATOR_TAG, "column", "setting",
+    "dataloader_num_workers", DECODE_TAG, "data_loaders", "device_names", "n", "median", "min", "max",
     "baseline_column", "speedup_vs_baseline", "speedup_vs_w0_cpu_decode", "best_for_column",
     "best_vs_baseline_best", "run_ids", "olympic_mean", "speedup_vs_baseline_within_noise",
     *EFFICIENCY_FIELDS, "usd_per_million_samples", PEAK_MEMORY_METRIC,
@@ -37,9 +37,9 @@ def _cell_fields(comparison: Comparison, index: int, group: GroupStats, column: 
     """What a cell is, valid or not: its configuration, setting and repeats."""
     return {
         "section": index, "source": group.source, "throughput_warmup_steps": group.warmup,
-        **group.config, "accelerator": group.accelerator, "column": column,
+        **group.config, ACCELERATOR_TAG: group.accelerator, "column": column,
         "setting": group.setting.label, "dataloader_num_workers": group.setting.workers,
-        "decode": group.setting.decode, "data_loaders": " ".join(sorted(group.data_loaders)),
+        DECODE_TAG: group.setting.decode, "data_loaders": " ".join(sorted(group.data_loaders)),
         "device_names": " | ".join(sorted(group.device_names)), "n": group.n,
         "median": group.median, "min": group.minimum, "max": group.maximum,
         "run_ids": " ".join(group.run_ids), "olympic_mean": group.olympic,
@@ -135,7 +135,7 @@ def headline_records(comparison: Comparison, nested: bool = True) -> list[Row]:
 
 def scaling_records(comparison: Comparison) -> list[Row]:
     """Each device count of each scaling line: samples/s, per device, efficiency against the line's base."""
-    return [{"section": index, "line": p.line.label, "accelerator": p.line.accelerator, "column": p.line.column,
+    return [{"section": index, "line": p.line.label, ACCELERATOR_TAG: p.line.accelerator, "column": p.line.column,
              "setting": p.line.setting.label, "fixed": p.line.fixed.label, "devices": p.devices,
              "samples_per_second": p.cell.median, "n": p.cell.n, "min": p.cell.minimum, "max": p.cell.maximum,
              "per_device": p.per_device, "base_devices": p.base_devices, "scaling_efficiency": p.efficiency,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..contract import THROUGHPUT_METRIC
+from ..contract import ACCELERATOR_TAG, DECODE_TAG, THROUGHPUT_METRIC
 from ..disk_space import writing
 from ..errors import ConfigError
 from .comparison import Comparison
@@ -29,15 +29,15 @@ Document = dict[str, Any]  # a gate file's JSON
 
 def gate_key(group: GroupStats) -> GateKey:
     """What identifies a gated cell: accelerator, data-loading setting, warmup rule, configuration."""
-    return {"accelerator": group.accelerator, "dataloader_num_workers": group.setting.workers,
-            "decode": group.setting.decode, "throughput_warmup_steps": group.warmup,
+    return {ACCELERATOR_TAG: group.accelerator, "dataloader_num_workers": group.setting.workers,
+            DECODE_TAG: group.setting.decode, "throughput_warmup_steps": group.warmup,
             **{key: group.config[key] for key in CONFIG_KEYS}}
 
 
 def key_text(key: GateKey) -> str:
     """`cpu w0 decode=cpu | model=tiny, ..., warmup steps=3` for the gate's report lines."""
     config = ", ".join(f"{SHORT_KEY_NAMES.get(k, k)}={key.get(k)}" for k in CONFIG_KEYS if key.get(k) != "")
-    return (f"{key.get('accelerator')} w{key.get('dataloader_num_workers')} decode={key.get('decode')} | "
+    return (f"{key.get(ACCELERATOR_TAG)} w{key.get('dataloader_num_workers')} decode={key.get(DECODE_TAG)} | "
             f"{config}, warmup steps={key.get('throughput_warmup_steps')}")
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..contract import ACCELERATOR_KINDS, DECODE_CLASSES, DECODE_CPU
 from .axes import numeric
-from .records import RunRecord
+from .records import MEASURED, RunRecord
 from .repeats import NOISY_SPREAD, FailedRepeat, invalid_reason, spread
 from .stats import median_or_none, olympic_mean
 
@@ -167,7 +167,7 @@ class GroupStats:
 
     @property
     def published(self) -> bool:
-        return self.source != "measured"
+        return self.source != MEASURED
 
 
 def group_key(record: RunRecord) -> tuple[object, ...]:

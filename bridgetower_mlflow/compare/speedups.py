@@ -16,7 +16,7 @@ from .grouping import (
     group_records,
     ratio,
 )
-from .records import RunRecord
+from .records import MEASURED, RunRecord
 from .repeats import FailedRepeat
 
 PREFERRED_BASELINE = "a100"
@@ -78,7 +78,7 @@ class ConfigSection:
 
     @property
     def published(self) -> bool:
-        return self.source != "measured"
+        return self.source != MEASURED
 
     def title(self) -> str:
         parts = [f"{SHORT_KEY_NAMES.get(k, k)}={v}" for k, v in self.config.items() if v != ""]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..contract import ACCELERATOR_TAG
 from .breakdown import phase_table
 from .cost import PriceList, usd_per_million_samples
 from .formatting import PUBLISHED_PREFIX, Table, format_cell, format_number, format_speedup, format_usd
@@ -130,7 +131,7 @@ def _best_table(section: ConfigSection) -> Table:
         rows.append([" ".join(part for part in (r.column, r.point.label) if part), r.best.setting.label,
                      format_cell(r.best), format_speedup(r.vs_baseline, noisy)])
     return (f"Best setting per accelerator, head to head with {base_label}'s best",
-            ["accelerator", "best setting", "samples/s", f"vs {base_label} best"], rows)
+            [ACCELERATOR_TAG, "best setting", "samples/s", f"vs {base_label} best"], rows)
 
 
 def efficiency_text(group: GroupStats) -> str:

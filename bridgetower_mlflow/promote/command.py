@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from ..cli_support import CONTEXT, bool_option, dual_option, reports_errors
@@ -9,8 +11,11 @@ from ..config import parse_bool
 from ..contract import CAPTION_MATCH_METRIC
 from ..errors import PromotionRefused
 
+if TYPE_CHECKING:
+    from .decision import Decision
 
-def summary(decision, model_name: str, dry_run: bool) -> str:
+
+def summary(decision: Decision, model_name: str, dry_run: bool) -> str:
     """One line: what happened (or would happen) and why."""
     alias, version, holder = decision.alias, decision.candidate.version, decision.holder
     if decision.changes_nothing:
@@ -39,7 +44,7 @@ def summary(decision, model_name: str, dry_run: bool) -> str:
 @bool_option("fail_if_not_promoted", "Exit 1 when the gate refuses (for CI).")
 @bool_option("allow_different_data", "Compare even when the versions' eval data fingerprints differ.")
 @reports_errors
-def promote_command(**options):
+def promote_command(**options: Any) -> None:
     """Move a registry alias to a candidate version only if its metric beats the current holder's.
 
     Every decision is recorded as `promotion.*` tags on the candidate version and as a line in the

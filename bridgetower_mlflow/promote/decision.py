@@ -24,7 +24,7 @@ class VersionFacts:
     """What a decision needs to know about one version."""
 
     version: str
-    value: float | None
+    value: float
     eval_fingerprint: str | None = None
 
 
@@ -139,8 +139,10 @@ def description_line(decision: Decision) -> str:
     return f"- {decision.decided_at} version {decision.candidate.version} {verb} @{decision.alias}: {decision.reason}"
 
 
-def metric_value(value) -> float | None:
+def metric_value(value: str | float | None) -> float | None:
     """A float, or None for a missing, unparsable or NaN value."""
+    if value is None:
+        return None
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -22,11 +22,17 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from ..errors import TrackingError
 from ..redact import first_line
+
+if TYPE_CHECKING:
+    from mlflow.entities.model_registry import RegisteredModel
+    from mlflow.tracking import MlflowClient
 
 log = logging.getLogger(__name__)
 LOCK_SUFFIX = "--promotion-lock"
@@ -36,6 +42,7 @@ WAIT_S = 60.0  # how long a promoter waits for another one to finish
 STALE_S = 30.0  # a lock seen unchanged this long (no heartbeat) was left by a promoter that died: taken over
 BEAT_S = 5.0  # the holder's heartbeat
 POLL_S = 0.5
+LockState = tuple[int | None, str | None, str | None]  # created at, token, heartbeat
 
 
 def lock_name(model_name: str) -> str:
@@ -56,7 +63,7 @@ def _owner() -> str:
                                                                  else "")
 
 
-def _try_acquire(client, name: str, token: str) -> bool:
+def _try_acquire(client: MlflowClient, name: str, token: str) -> bool:
     from mlflow.exceptions import MlflowException
 
     owner, since = _owner(), datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -70,7 +77,7 @@ def _try_acquire(client, name: str, token: str) -> bool:
         raise
 
 
-def _current(client, name: str):
+def _current(client: MlflowClient, name: str) -> RegisteredModel | None:
     """The lock as it is now, or None when it was released meanwhile."""
     from mlflow.exceptions import MlflowException
 
@@ -82,12 +89,12 @@ def _current(client, name: str):
         raise
 
 
-def _held_by(lock) -> str:
+def _held_by(lock: RegisteredModel) -> str:
     tags = lock.tags or {}
     return f"held by {tags.get(OWNER_TAG, 'an unknown promoter')} since {tags.get(SINCE_TAG, '?')}"
 
 
-def _state(lock) -> tuple:
+def _state(lock: RegisteredModel) -> LockState:
     """What changes while its holder lives: a new lock, or a heartbeat."""
     tags = lock.tags or {}
     return lock.creation_timestamp, tags.get(TOKEN_TAG), tags.get(BEAT_TAG)
@@ -97,15 +104,16 @@ class _Silence:
     """How long (on this host's monotonic clock) the lock has been seen without a change."""
 
     def __init__(self) -> None:
-        self.state, self.since = None, 0.0
+        self.state: LockState | None = None
+        self.since = 0.0
 
-    def of(self, lock) -> float:
+    def of(self, lock: RegisteredModel) -> float:
         if _state(lock) != self.state:
             self.state, self.since = _state(lock), time.monotonic()
         return time.monotonic() - self.since
 
 
-def _take_over(client, name: str, lock) -> bool:
+def _take_over(client: MlflowClient, name: str, lock: RegisteredModel) -> bool:
     """Delete the stale lock seen (not a newer one of the same name); True when it is gone."""
     from mlflow.exceptions import MlflowException
 
@@ -130,7 +138,7 @@ def _take_over(client, name: str, lock) -> bool:
 class HeldLock:
     """The lock this promoter holds: it beats while held, and checks it is still its own."""
 
-    def __init__(self, client, name: str, token: str) -> None:
+    def __init__(self, client: MlflowClient, name: str, token: str) -> None:
         self.client, self.name, self.token = client, name, token
         self._stop = threading.Event()
         self._beats = threading.Thread(target=self._beat, name="promotion-lock-heartbeat", daemon=True)
@@ -178,7 +186,7 @@ class HeldLock:
 
 
 @contextmanager
-def promotion_lock(client, model_name: str):
+def promotion_lock(client: MlflowClient, model_name: str) -> Iterator[HeldLock]:
     """Hold `<model_name>--promotion-lock` while the body runs (yields the HeldLock); TrackingError after WAIT_S."""
     name, token = lock_name(model_name), uuid.uuid4().hex
     deadline, silence = time.monotonic() + WAIT_S, _Silence()

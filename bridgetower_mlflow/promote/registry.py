@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from ..errors import TrackingError
 from ..redact import first_line
@@ -20,10 +21,15 @@ from .decision import (
 )
 from .lock import is_lock, promotion_lock
 
+if TYPE_CHECKING:
+    from mlflow.entities import RunData
+    from mlflow.entities.model_registry import RegisteredModel
+    from mlflow.tracking import MlflowClient
+
 log = logging.getLogger(__name__)
 
 
-def _registered_model(client, name: str):
+def _registered_model(client: MlflowClient, name: str) -> RegisteredModel:
     from mlflow.exceptions import MlflowException
 
     try:
@@ -36,12 +42,12 @@ def _registered_model(client, name: str):
                         f"allowed: {', '.join(names) or 'none registered yet'}")
 
 
-def _version_numbers(client, name: str) -> list[str]:
+def _version_numbers(client: MlflowClient, name: str) -> list[str]:
     versions = client.search_model_versions(f"name = '{name}'")
     return [str(n) for n in sorted(int(v.version) for v in versions)]
 
 
-def resolve_candidate(client, model, ref: str) -> str:
+def resolve_candidate(client: MlflowClient, model: RegisteredModel, ref: str) -> str:
     """A version number (or v<n>), `latest`, or an alias -> the version number."""
     numbers = _version_numbers(client, model.name)
     aliases = dict(model.aliases or {})
@@ -62,7 +68,7 @@ def resolve_candidate(client, model, ref: str) -> str:
     raise TrackingError(f"candidate: registered model {model.name!r} has no {kind} {ref!r}; {allowed}")
 
 
-def _run_data(client, run_id: str | None):
+def _run_data(client: MlflowClient, run_id: str | None) -> RunData | None:
     from mlflow.exceptions import MlflowException
 
     if not run_id:
@@ -73,7 +79,7 @@ def _run_data(client, run_id: str | None):
         return None
 
 
-def version_facts(client, name: str, version: str, metric: str, role: str) -> VersionFacts:
+def version_facts(client: MlflowClient, name: str, version: str, metric: str, role: str) -> VersionFacts:
     """The version's tag of that name (what the registry shows), else the source run's metric; fingerprint likewise."""
     model_version = client.get_model_version(name, version)
     tags = model_version.tags or {}
@@ -89,7 +95,7 @@ def version_facts(client, name: str, version: str, metric: str, role: str) -> Ve
     return VersionFacts(version, value, tags.get(FINGERPRINT_TAG) or run_tags.get(FINGERPRINT_TAG))
 
 
-def apply_decision(client, name: str, decision: Decision) -> None:
+def apply_decision(client: MlflowClient, name: str, decision: Decision) -> None:
     """Move the alias first (if promoted), then record; a refused first write leaves the registry as it was."""
     from mlflow.exceptions import MlflowException
 
@@ -110,7 +116,7 @@ def apply_decision(client, name: str, decision: Decision) -> None:
                             "line may be missing)") from None
 
 
-def _tag_project_run(client, decision: Decision, dry_run: bool) -> None:
+def _tag_project_run(client: MlflowClient, decision: Decision, dry_run: bool) -> None:
     """Under `mlflow run -e promote` the decision is also visible on the project's run (best effort)."""
     from mlflow.exceptions import MlflowException
 
@@ -126,7 +132,7 @@ def _tag_project_run(client, decision: Decision, dry_run: bool) -> None:
         log.warning("could not tag the project run %s with the decision: %s", run_id, exc)
 
 
-def _decide(client, model_name: str, candidate: str, gate: Gate) -> Decision:
+def _decide(client: MlflowClient, model_name: str, candidate: str, gate: Gate) -> Decision:
     """Read the candidate and the current holder of the alias, and decide."""
     model = _registered_model(client, model_name)
     candidate_version = resolve_candidate(client, model, candidate)
@@ -137,7 +143,8 @@ def _decide(client, model_name: str, candidate: str, gate: Gate) -> Decision:
     return decide(facts, holder, gate)
 
 
-def promote(model_name: str, candidate: str, gate: Gate, dry_run: bool = False, client=None) -> Decision:
+def promote(model_name: str, candidate: str, gate: Gate, dry_run: bool = False,
+            client: MlflowClient | None = None) -> Decision:
     """Resolve, decide and (unless dry_run) apply. Raises TrackingError with one line on any registry problem.
 
     A real promotion reads the holder and applies under the model's promotion lock, so a concurrent
