@@ -187,11 +187,22 @@ def test_collate_reads_bytes_and_paths(tmp_path):
         assert batch["attention_mask"].tolist()[0] == [1] * 6 + [0, 0]
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
-def test_device_decode_unavailable_says_why(tmp_path):
+def test_device_decode_without_torchvision_says_so(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torchvision", None)  # import fails as if not installed
+    monkeypatch.setattr("bridgetower_mlflow.accelerators.detection.BROKEN_MODULES", {})
     with pytest.raises(DeviceDecodeUnavailable) as error:
         CudaAccelerator("cuda").device_decode_loader(decode_request(make_jpeg_dataset(tmp_path)))
-    assert "torchvision" in str(error.value) or "no CUDA device" in str(error.value)
+    assert str(error.value) == ("torchvision is not usable (ModuleNotFoundError: import of torchvision halted; None "
+                                "in sys.modules); install the torchvision of your torch's release line "
+                                "(pip install '.[cuda]')")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present")
+def test_device_decode_without_a_gpu_says_so(tmp_path):
+    pytest.importorskip("torchvision", reason="torchvision absent: the test above covers that reason")
+    with pytest.raises(DeviceDecodeUnavailable) as error:
+        CudaAccelerator("cuda").device_decode_loader(decode_request(make_jpeg_dataset(tmp_path)))
+    assert str(error.value) == "no CUDA device is visible to torch"
 
 
 def test_png_is_refused_with_a_reason(tmp_path, monkeypatch):
@@ -244,7 +255,7 @@ def test_mlflow_gpu_metrics_and_extra_sampler(nvml_stub, monkeypatch):
     assert mlflow["gpu_2_memory_usage_megabytes"] == 30000.0 and mlflow["gpu_2_memory_usage_percentage"] == 37.5
     assert mlflow["gpu_3_power_usage_watts"] == 350.0 and mlflow["gpu_3_power_usage_percentage"] == 50.0
     assert sampler.energy_joules() == 2000.0  # two counters of 1e6 mJ
-    sampler.close()
+    sampler.stop()
     calls = nvml_stub.calls()
     assert "nvmlDeviceGetHandleByIndex_v2" in calls and calls.count("nvmlShutdown") == 1
 
@@ -310,7 +321,7 @@ SAMPLERS_IN_A_CHILD = (
     "try:\n    ctypes.CDLL('libnvidia-ml.so.1')\nexcept OSError:\n    print('no libnvidia-ml')\n"
     "from bridgetower_mlflow.accelerators.base import DeviceInfo\n"
     "from bridgetower_mlflow.accelerators.cuda.adapter import CudaAccelerator\n"
-    "from bridgetower_mlflow.accelerators.cuda.telemetry import nvidia_driver_version\n"
+    "from bridgetower_mlflow.accelerators.cuda.driver import nvidia_driver_version\n"
     "print([type(s).__name__ for s in CudaAccelerator('cuda').device_samplers(DeviceInfo('cuda', 'GPU', 1))])\n"
     "print('driver', nvidia_driver_version())\n")
 

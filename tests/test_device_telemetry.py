@@ -9,17 +9,13 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bridgetower_mlflow.accelerators.gaudi import telemetry as hlml_sampler
 from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator
-from bridgetower_mlflow.accelerators.gaudi.telemetry import (
-    HlmlSampler,
-    HlSmiSampler,
-    HpuReading,
-    hpu_metrics,
-    parse_hl_smi,
-)
 from bridgetower_mlflow.contract import ADVICE_TAG, ENERGY_METRIC
 from bridgetower_mlflow.launch.ranks import RankInfo
+from bridgetower_mlflow.telemetry.samplers import hl_smi as hl_smi_sampler
+from bridgetower_mlflow.telemetry.samplers.hl_smi import HlSmiSampler, parse_hl_smi
+from bridgetower_mlflow.telemetry.samplers.hlml import HlmlSampler
+from bridgetower_mlflow.telemetry.samplers.hpu_readings import HpuReading, hpu_metrics
 
 from fakes.native_libs import hlml_stub, hpus  # noqa: F401 - hlml_stub: a fixture
 from fakes.native_libs.observation import observe
@@ -52,8 +48,8 @@ def test_hl_smi_unexpected_output_is_an_error():
 
 
 def test_hl_smi_sampler_follows_habana_visible_modules(monkeypatch):
-    monkeypatch.setattr(hlml_sampler.shutil, "which", lambda name: "/usr/bin/hl-smi")
-    monkeypatch.setattr(hlml_sampler, "run_hl_smi", lambda fields: HL_SMI + "2, 3, 55, 1, 98304, 300\n")
+    monkeypatch.setattr(hl_smi_sampler.shutil, "which", lambda name: "/usr/bin/hl-smi")
+    monkeypatch.setattr(hl_smi_sampler, "run_hl_smi", lambda fields: HL_SMI + "2, 3, 55, 1, 98304, 300\n")
     monkeypatch.setenv("HABANA_VISIBLE_MODULES", "3,6")
     assert indices(HlSmiSampler(2).sample()) == {"1", "2"}
     assert indices(HlSmiSampler(1).sample()) == {"2"}  # module 3 is listed first
@@ -72,7 +68,7 @@ def test_hlml_sampler_converts_units(hlml_stub):
     assert metrics["hpu_0_memory_usage_percentage"] == round(100 * 3e9 / (96 * 2**30), 2)
     assert metrics["hpu_0_power_usage_watts"] == 420.5 and indices(metrics) == {"0", "1"}
     assert sampler.energy_joules() == 10_000.0  # two counters of 5e6 mJ
-    sampler.close()
+    sampler.stop()
     calls = hlml_stub.calls()
     assert calls[0] == "hlml_init" and calls[-1] == "hlml_shutdown" and calls.count("hlml_shutdown") == 1
 
@@ -91,13 +87,13 @@ def test_hlml_utilization_is_a_struct(hlml_stub):
 def test_gaudi_samplers_prefer_hlml_then_hl_smi(hlml_stub, monkeypatch, caplog):
     assert isinstance(GaudiAccelerator("gaudi2").device_samplers(device("gaudi2", 8))[0], HlmlSampler)
     monkeypatch.setitem(sys.modules, "pyhlml", None)  # import fails as if not installed
-    monkeypatch.setattr(hlml_sampler.shutil, "which", lambda name: "/usr/bin/hl-smi")
-    monkeypatch.setattr(hlml_sampler, "run_hl_smi", lambda fields: HL_SMI)
+    monkeypatch.setattr(hl_smi_sampler.shutil, "which", lambda name: "/usr/bin/hl-smi")
+    monkeypatch.setattr(hl_smi_sampler, "run_hl_smi", lambda fields: HL_SMI)
     (sampler,) = GaudiAccelerator("gaudi2").device_samplers(device("gaudi2", 1))
     assert isinstance(sampler, HlSmiSampler)
     assert set(sampler.sample()) == {f"hpu_0_{m}" for m in (
         "utilization_percentage", "memory_usage_megabytes", "power_usage_watts", "memory_usage_percentage")}
-    monkeypatch.setattr(hlml_sampler.shutil, "which", lambda name: None)
+    monkeypatch.setattr(hl_smi_sampler.shutil, "which", lambda name: None)
     with caplog.at_level(logging.WARNING):
         assert GaudiAccelerator("gaudi2").device_samplers(device("gaudi2", 1)) == []
     assert "HPU telemetry off" in caplog.text and "hl-smi is not on PATH" in caplog.text
@@ -120,8 +116,8 @@ def test_one_refused_hlml_call_keeps_the_others(hlml_stub, caplog):
 
 def test_missing_libhlml_falls_back_to_hl_smi(hlml_stub, monkeypatch, capsys, caplog):
     hlml_stub.remove_library()
-    monkeypatch.setattr(hlml_sampler.shutil, "which", lambda name: "/usr/bin/hl-smi")
-    monkeypatch.setattr(hlml_sampler, "run_hl_smi", lambda fields: HL_SMI)
+    monkeypatch.setattr(hl_smi_sampler.shutil, "which", lambda name: "/usr/bin/hl-smi")
+    monkeypatch.setattr(hl_smi_sampler, "run_hl_smi", lambda fields: HL_SMI)
     with caplog.at_level(logging.WARNING):
         (sampler,) = GaudiAccelerator("gaudi2").device_samplers(device("gaudi2", 1))
     assert isinstance(sampler, HlSmiSampler)
@@ -130,7 +126,7 @@ def test_missing_libhlml_falls_back_to_hl_smi(hlml_stub, monkeypatch, capsys, ca
 
 def test_hlml_refusing_to_start_is_a_reason_not_a_crash(hlml_stub, monkeypatch, caplog):
     hlml_stub.set(init_error=9)  # libhlml present, the driver not loaded
-    monkeypatch.setattr(hlml_sampler.shutil, "which", lambda name: None)
+    monkeypatch.setattr(hl_smi_sampler.shutil, "which", lambda name: None)
     with caplog.at_level(logging.WARNING):
         assert GaudiAccelerator("gaudi2").device_samplers(device("gaudi2", 1)) == []
     assert "HlmlSampler: HLMLError_DriverNotLoaded: HLML Error with code 9" in caplog.text

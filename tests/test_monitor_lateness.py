@@ -30,7 +30,10 @@ class HeldUpSampler:
             self.release.wait(60)
         return {"cpu_utilization_percentage": 1.0}
 
-    def close(self) -> None:
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
         pass
 
 

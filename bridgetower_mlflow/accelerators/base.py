@@ -11,9 +11,12 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DeviceDecodeUnavailable
+
+if TYPE_CHECKING:
+    from ..telemetry.samplers.protocol import Sampler
 
 
 @dataclass(frozen=True)
@@ -87,17 +90,6 @@ class DeviceLoader:
     def cpu_decoded_images(self) -> int:
         """Images this loader had to decode on the CPU (the device refused them)."""
         return int(getattr(self.loader, "cpu_decoded_images", 0))
-
-
-class DeviceSampler(ABC):
-    """Polls device telemetry; returns {metric_name: value} with bare names (the monitor adds `system/`)."""
-
-    @abstractmethod
-    def sample(self) -> dict[str, float]:
-        ...
-
-    def close(self) -> None:  # noqa: B027 - most samplers hold nothing to release
-        pass
 
 
 # the points of a training step the trainer marks (telemetry.phases cuts the step at them)
@@ -214,7 +206,8 @@ class Accelerator(ABC):
             "and NVIDIA GPUs (nvJPEG)"
         )
 
-    def device_samplers(self, device: DeviceInfo) -> list[DeviceSampler]:
+    def device_samplers(self, device: DeviceInfo) -> list[Sampler]:
+        """This device's samplers (telemetry/samplers/), started by the system monitor."""
         return []
 
     def peak_memory_gb(self) -> float | None:

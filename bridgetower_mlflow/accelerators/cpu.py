@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..host import cpu_model_name
-from .base import Accelerator, DeviceInfo, DeviceSampler, PhaseTiming, RecipeSettings, TrainingRecipe
+from .base import Accelerator, DeviceInfo, PhaseTiming, RecipeSettings, TrainingRecipe
 from .hf_args import merged_kwargs
+
+if TYPE_CHECKING:
+    from ..telemetry.samplers.protocol import Sampler
 
 THREADS_ENV = "OMP_NUM_THREADS"
 
@@ -71,9 +75,9 @@ class CpuAccelerator(Accelerator):
         precision = "bf16" if kwargs.get("bf16") else "fp32"
         return TrainingRecipe(TrainingArguments, kwargs, Trainer, precision=precision, ddp_backend=backend)
 
-    def device_samplers(self, device: DeviceInfo) -> list[DeviceSampler]:
+    def device_samplers(self, device: DeviceInfo) -> list[Sampler]:
         """The CPU packages' power and energy (RAPL), where the host exposes powercap zones."""
-        from .rapl import RaplSampler
+        from ..telemetry.samplers.rapl import RaplSampler
 
         try:
             return [RaplSampler()]

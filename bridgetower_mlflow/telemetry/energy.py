@@ -1,13 +1,18 @@
 """Device energy over the measured window, from hardware counters only (never estimated from power).
 
-Counters are the samplers that have `energy_joules()` (cumulative): NVML's and HLML's total energy,
-RAPL's package energy. The window is the throughput window: from the end of the warmup steps to the
-end of training, the same instants on every accelerator.
+Counters are the samplers that are also EnergyCounters (samplers/protocol.py: a cumulative `energy_joules()`):
+NVML's and HLML's total energy, RAPL's package energy. The window is the throughput window: from the end of the
+warmup steps to the end of training, the same instants on every accelerator.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .samplers.protocol import EnergyCounter
 
 log = logging.getLogger(__name__)
 
@@ -15,7 +20,7 @@ log = logging.getLogger(__name__)
 class EnergyWindow:
     """start() and stop() read every counter; joules() is the energy between them, or None with a reason."""
 
-    def __init__(self, counters, note: str = ""):
+    def __init__(self, counters: Iterable[EnergyCounter], note: str = ""):
         self.counters, self.note = list(counters), note
         self._start = self._end = None
         if not self.counters and not self.note:

@@ -15,10 +15,11 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..contract import MONITOR_LATE_SAMPLES, MONITOR_MAX_GAP, SYSTEM_PREFIX
+from .samplers.protocol import Sampler
 from .thread_names import name_this_thread
 
 log = logging.getLogger(__name__)
@@ -101,8 +102,9 @@ class Lateness:
 class SystemMonitor:
     """Every `interval` s: {system/<name>: value} from every sampler, one step per sample."""
 
-    def __init__(self, sink, samplers, interval: float = 2.0, last_steps: Mapping[str, int] | None = None,
-                 names: SeriesNames | None = None, first_step: int | None = None):
+    def __init__(self, sink, samplers: Iterable[Sampler], interval: float = 2.0,
+                 last_steps: Mapping[str, int] | None = None, names: SeriesNames | None = None,
+                 first_step: int | None = None):
         self.sink, self.samplers, self.interval = sink, list(samplers), interval
         self.names = names or SeriesNames()
         self.step = resume_step(last_steps or {}) if first_step is None else first_step
@@ -115,7 +117,7 @@ class SystemMonitor:
 
     def start(self) -> SystemMonitor:
         for sampler in self.samplers:
-            getattr(sampler, "start", lambda: None)()
+            sampler.start()
         self._thread.start()
         return self
 
@@ -169,6 +171,6 @@ class SystemMonitor:
             self._log(self.lateness.figures(), int(time.time() * 1000))
         for sampler in self.samplers:
             try:
-                sampler.close()
+                sampler.stop()
             except Exception:  # noqa: BLE001 - closing a sensor must never fail a run
                 pass

@@ -1,5 +1,6 @@
-"""The observation of a run: the system monitor and the energy window while it trains, then what they add at
-the end (FLOPs, TFLOP/s, MFU, energy, the advice line) as a pure function of what was measured.
+"""The observation of a run on every rank: the system monitors and the energy window while it trains
+(telemetry/host_monitors.py builds them), read once into Observed when it ends. What the observation adds at the
+end (FLOPs, TFLOP/s, MFU, energy, the advice line) is train/findings.py's, a pure function of Observed.
 
 Rank 0 monitors its node; where the job spans several nodes, each other node's first rank monitors its own
 host too and writes `system/node_<n>/...` into the same run through its own MetricBuffer (spilled and
@@ -12,14 +13,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from ..contract import SYSTEM_PREFIX
 from ..launch.collectives import all_gather_objects
+from ..telemetry.host_monitors import energy_window, start_device_monitor, start_node_monitor
 from ..telemetry.monitor import SeriesNames, resume_step, sum_by_step
-from .findings import findings as findings  # run.close's: what the observation adds at the end
 
 if TYPE_CHECKING:
     from ..launch.ranks import RankInfo
@@ -89,19 +89,14 @@ class Observation:
         pids = [peer.pid for peer in mine]
         if session is not None:
             names = SeriesNames() if self.whole_job else SeriesNames(ranks.node_rank)
-            self.monitor = _start_monitor(prepared, session.buffer, ranks, pids, names, first)
-            self._start_window()
+            here = dataclasses.replace(prepared.device, count=ranks.devices_here(prepared.device.count))
+            self.monitor = start_device_monitor(session.buffer, prepared.adapter, here, pids, names, first)
+            self.window = energy_window(self.monitor)
         elif not self.whole_job and peers[0].run_id and ranks.rank == min(peer.rank for peer in mine):
             self._node_sink = _node_sink(peers[0].run_id, ranks.node_rank)
             if self._node_sink:
-                self.monitor = _start_node_monitor(self._node_sink[0], ranks.node_rank, pids, peers[0].first_step)
+                self.monitor = start_node_monitor(self._node_sink[0], ranks.node_rank, pids, peers[0].first_step)
         self.node = ranks.node_rank
-
-    def _start_window(self) -> None:
-        from ..telemetry.energy import EnergyWindow
-
-        samplers = self.monitor.samplers if self.monitor else []
-        self.window = EnergyWindow([s for s in samplers if hasattr(s, "energy_joules")])
 
     def stop(self) -> Observed:
         if self.monitor:
@@ -137,47 +132,6 @@ def combine_nodes(observed: Observed, ranks: RankInfo, sink: MetricBuffer | Null
     cpu = [values[WORKERS_CPU] for _, _, values in summed if WORKERS_CPU in values]
     return dataclasses.replace(observed, workers_cpu_percent=sum(cpu) / len(cpu) if cpu else None,
                                host_cores=sum(report.cores for report in reports))
-
-
-def _start_monitor(prepared: Prepared, sink: MetricBuffer, ranks: RankInfo, pids: Sequence[int], names: SeriesNames,
-                   first_step: int) -> SystemMonitor | None:
-    """Rank 0's monitor of its host's share of the job: its devices only, not every device the host has."""
-    from ..accelerators.registry import family
-    from ..telemetry.monitor import SystemMonitor
-    from ..telemetry.samplers.host_cpu import HostCpuSampler
-    from ..telemetry.samplers.mlflow_collectors import mlflow_collectors
-    from ..telemetry.system_metrics_settings import system_metrics_settings
-
-    settings = system_metrics_settings()  # train's entry checked it: a bad value never reaches a run
-    if not settings.enabled:
-        return None
-    try:
-        here = dataclasses.replace(prepared.device, count=ranks.devices_here(prepared.device.count))
-        gpus = here.count if family(here.kind) == "cuda" else 0
-        samplers = [HostCpuSampler(*pids), *mlflow_collectors(gpus), *prepared.adapter.device_samplers(here)]
-        return SystemMonitor(sink, samplers, settings.interval_s, names=names, first_step=first_step).start()
-    except Exception as exc:  # noqa: BLE001 - telemetry fails soft
-        log.warning("system metrics disabled: %s", exc)
-        return None
-
-
-def _start_node_monitor(sink: MetricBuffer, node: int, pids: Sequence[int], first_step: int) -> SystemMonitor | None:
-    """Another node's monitor: its host's CPU and memory and its ranks' workers, as system/node_<n>/..."""
-    from ..telemetry.monitor import SystemMonitor
-    from ..telemetry.samplers.host_cpu import HostCpuSampler
-    from ..telemetry.samplers.mlflow_collectors import host_collectors
-    from ..telemetry.system_metrics_settings import system_metrics_settings
-
-    settings = system_metrics_settings()
-    if not settings.enabled:
-        return None
-    try:
-        samplers = [HostCpuSampler(*pids), *host_collectors()]
-        return SystemMonitor(sink, samplers, settings.interval_s, names=SeriesNames(node, main=False),
-                             first_step=first_step).start()
-    except Exception as exc:  # noqa: BLE001 - telemetry fails soft
-        log.warning("system metrics of node %d disabled: %s", node, exc)
-        return None
 
 
 def _node_sink(run_id: str, node: int) -> tuple[MetricBuffer, TextIO] | None:

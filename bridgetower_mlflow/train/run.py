@@ -32,7 +32,8 @@ from ..redact import first_line
 from ..tracking.null_sink import NullSink
 from .checkpoint_upload import settle_uploads
 from .environment import DEFAULT_FLUSH_TIMEOUT_S
-from .observe import combine_nodes, findings
+from .findings import findings
+from .observe import combine_nodes
 from .output_folder import writes_into
 from .record import describe, device_tags, run_name, start_tags, train_params
 from .result import TrainResult

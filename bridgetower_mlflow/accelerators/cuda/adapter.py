@@ -35,7 +35,7 @@ class CudaAccelerator(Accelerator):
         name = names.pop()
         kind = check_label(self.requested, nvidia_label(name), name, "cuda")
         props = torch.cuda.get_device_properties(0)
-        from .telemetry import nvidia_driver_version
+        from .driver import nvidia_driver_version
 
         tags = {"cuda.compute_capability": f"{props.major}.{props.minor}"}
         if getattr(props, "multi_processor_count", None):  # a MIG slice's own: its share of the dense peak
@@ -77,7 +77,7 @@ class CudaAccelerator(Accelerator):
     def device_samplers(self, device: DeviceInfo) -> list:
         if not module_present("pynvml"):
             return []
-        from .telemetry import NvmlSampler
+        from ...telemetry.samplers.nvml import NvmlSampler
 
         try:
             return [NvmlSampler(device.count)]

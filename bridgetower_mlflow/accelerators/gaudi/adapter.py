@@ -162,7 +162,8 @@ class GaudiAccelerator(Accelerator):
         return build_media_pipe_loader(request)
 
     def device_samplers(self, device: DeviceInfo) -> list:
-        from .telemetry import HlmlSampler, HlSmiSampler
+        from ...telemetry.samplers.hl_smi import HlSmiSampler
+        from ...telemetry.samplers.hlml import HlmlSampler
 
         reasons = []
         for sampler_class in (HlmlSampler, HlSmiSampler):

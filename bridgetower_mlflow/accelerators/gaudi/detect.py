@@ -124,7 +124,7 @@ def _probe_hlml() -> GaudiProbe | None:
 def _probe_hl_smi() -> GaudiProbe | None:
     if shutil.which("hl-smi") is None:
         return None
-    from .telemetry import run_hl_smi
+    from ...telemetry.samplers.hl_smi import run_hl_smi
 
     rows = [[p.strip() for p in line.split(",")] for line in run_hl_smi("name,memory.total,driver_version").splitlines()
             if line.strip()]

@@ -133,5 +133,5 @@ class HostCpuSampler:
             "process_cpu_percentage": main_pct + workers_pct,
         }
 
-    def close(self) -> None:
+    def stop(self) -> None:
         pass

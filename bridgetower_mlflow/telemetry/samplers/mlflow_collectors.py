@@ -21,13 +21,16 @@ class MlflowCollector:
     def __init__(self, collector):
         self.collector = collector
 
+    def start(self) -> None:
+        pass
+
     def sample(self) -> dict[str, float]:
         self.collector.collect_metrics()
         values = dict(self.collector.aggregate_metrics())
         self.collector.clear_metrics()
         return values
 
-    def close(self) -> None:
+    def stop(self) -> None:
         pass
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
+from bridgetower_mlflow.config import TrainConfig
 from bridgetower_mlflow.contract import WAIT_METRIC
 
 
@@ -23,6 +24,7 @@ def observe(monkeypatch, adapter, device, ranks, during=None, samples: int = 3):
     """(series logged, metrics, tags) of an Observation that saw `samples` samples; `during()` runs inside
     the energy window (to move the counters)."""
     from bridgetower_mlflow.train import observe as observe_module
+    from bridgetower_mlflow.train.findings import findings
 
     monkeypatch.setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.05")  # MLflow's own knob, as users set it
     sink = RecordingSink()
@@ -37,6 +39,6 @@ def observe(monkeypatch, adapter, device, ranks, during=None, samples: int = 3):
         time.sleep(0.05)
     observation.window.stop()
     observed = observation.stop()
-    config = SimpleNamespace(max_seq_length=40, dataloader_num_workers=2)
-    metrics, tags = observe_module.findings(config, prepared, {WAIT_METRIC: 0.02}, observed)
+    config = TrainConfig(max_seq_length=40, dataloader_num_workers=2)
+    metrics, tags = findings(config, prepared, {WAIT_METRIC: 0.02}, observed)
     return sink.series, metrics, tags

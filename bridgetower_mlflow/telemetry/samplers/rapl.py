@@ -10,8 +10,6 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from .base import DeviceSampler
-
 POWERCAP = Path("/sys/class/powercap")
 
 
@@ -20,7 +18,7 @@ def package_zones(root: Path = POWERCAP) -> list[Path]:
     return sorted(p for p in root.glob("intel-rapl:*") if p.name.count(":") == 1 and (p / "energy_uj").exists())
 
 
-class RaplSampler(DeviceSampler):
+class RaplSampler:
     """cpu_package_power_watts (all packages) each sample; energy_joules() since it started."""
 
     def __init__(self, root: Path = POWERCAP):
@@ -56,5 +54,8 @@ class RaplSampler(DeviceSampler):
             elapsed, self._last_time = (now - self._last_time if self._last_time else None), now
         return {"cpu_package_power_watts": delta / 1e6 / elapsed} if elapsed else {}
 
-    def close(self) -> None:
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
         pass

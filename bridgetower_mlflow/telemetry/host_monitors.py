@@ -1,0 +1,72 @@
+"""The system monitors a run starts on a host, and the energy window over the counters among their samplers.
+
+Rank 0's monitor samples its host's CPU, memory, disk and network (MLflow's collectors), the training processes
+with their data-loader workers, and the job's devices on this host; another node's monitor, its host's CPU and
+memory and its ranks' workers. Telemetry fails soft: a monitor that cannot start is a warning and no series."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from .samplers.protocol import EnergyCounter
+
+if TYPE_CHECKING:
+    from ..accelerators.base import Accelerator, DeviceInfo
+    from .energy import EnergyWindow
+    from .monitor import SeriesNames, SystemMonitor
+    from .samplers.protocol import Sampler
+
+log = logging.getLogger(__name__)
+
+
+def start_device_monitor(sink, adapter: Accelerator, here: DeviceInfo, pids: Sequence[int], names: SeriesNames,
+                         first_step: int) -> SystemMonitor | None:
+    """Rank 0's monitor of its host's share of the job (`here`: the job's devices on this host, not every device
+    the host has), or None where system metrics are off or cannot start."""
+    from ..accelerators.registry import family
+    from .samplers.host_cpu import HostCpuSampler
+    from .samplers.mlflow_collectors import mlflow_collectors
+
+    def samplers() -> list[Sampler]:
+        gpus = here.count if family(here.kind) == "cuda" else 0
+        return [HostCpuSampler(*pids), *mlflow_collectors(gpus), *adapter.device_samplers(here)]
+
+    return _start(sink, samplers, names, first_step, "system metrics disabled: %s")
+
+
+def start_node_monitor(sink, node: int, pids: Sequence[int], first_step: int) -> SystemMonitor | None:
+    """Another node's monitor: its host's CPU and memory and its ranks' workers, as system/node_<n>/..."""
+    from .monitor import SeriesNames
+    from .samplers.host_cpu import HostCpuSampler
+    from .samplers.mlflow_collectors import host_collectors
+
+    def samplers() -> list[Sampler]:
+        return [HostCpuSampler(*pids), *host_collectors()]
+
+    return _start(sink, samplers, SeriesNames(node, main=False), first_step,
+                  f"system metrics of node {node} disabled: %s")
+
+
+def _start(sink, samplers: Callable[[], list[Sampler]], names: SeriesNames, first_step: int,
+           failed: str) -> SystemMonitor | None:
+    from .monitor import SystemMonitor
+    from .system_metrics_settings import system_metrics_settings
+
+    settings = system_metrics_settings()  # train's entry checked it: a bad value never reaches a run
+    if not settings.enabled:
+        return None
+    try:
+        return SystemMonitor(sink, samplers(), settings.interval_s, names=names, first_step=first_step).start()
+    except Exception as exc:  # noqa: BLE001 - telemetry fails soft
+        log.warning(failed, exc)
+        return None
+
+
+def energy_window(monitor: SystemMonitor | None) -> EnergyWindow:
+    """The window over the monitor's samplers that are energy counters (none: the window says why)."""
+    from .energy import EnergyWindow
+
+    samplers = monitor.samplers if monitor else []
+    return EnergyWindow([sampler for sampler in samplers if isinstance(sampler, EnergyCounter)])
