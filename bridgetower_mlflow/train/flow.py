@@ -19,11 +19,12 @@ from ..launch.self_launch import was_self_launched
 from ..launch.signals import Stopped
 from .environment import RunEnvironment, read_environment
 from .fit import fit
+from .launcher import launch_tracked
 from .measure import measure
 from .output_folder import check_writable, holding
 from .prepare import prepare
 from .result import TrainResult
-from .run import launch_tracked, open_run
+from .run import open_run
 
 
 def train(config: TrainConfig, *, tracked: bool = True, environment: RunEnvironment | None = None) -> TrainResult:

@@ -9,7 +9,6 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from ..config import to_cli_args
 from ..contract import (
     ADVICE_TAG,
     ERROR_TAG,
@@ -19,15 +18,13 @@ from ..contract import (
     RESUMED_RUN_TAG,
     RUN_KIND_RESUME,
     RUN_KIND_TAG,
-    RUN_KIND_TRAIN,
     THROUGHPUT_METRIC,
     THROUGHPUT_NOTE_TAG,
     WAIT_METRIC,
     input_bound_label,
 )
-from ..errors import ConfigError, DiskFull, LaunchFailed
+from ..errors import ConfigError, DiskFull
 from ..launch.collectives import barrier, broadcast_from_main
-from ..launch.signals import Stopped
 from ..redact import first_line
 from ..tracking.null_sink import NullSink
 from .checkpoint_upload import settle_uploads
@@ -35,12 +32,11 @@ from .environment import DEFAULT_FLUSH_TIMEOUT_S
 from .findings import findings
 from .observe import combine_nodes
 from .output_folder import writes_into
-from .record import describe, device_tags, run_name, start_tags, train_params
+from .record import describe, run_name, start_tags, train_params
 from .result import TrainResult
 from .resume import as_resumed, project_run_of_resume, remember_run, run_to_resume
 
 if TYPE_CHECKING:
-    from ..accelerators.base import Accelerator, DeviceInfo
     from ..config import TrainConfig
     from ..launch.ranks import RankInfo
     from ..tracking.session import RunSession
@@ -158,14 +154,37 @@ class TrackedRun:
         found, tags = findings(config, prepared, metrics, observed)
         metrics = {**metrics, **found}
         self.session.set_tags(tags)
-        settle_uploads(self.run_id, self.flush_timeout_s)  # the last checkpoint whole on the server before the run ends
-        version = _record(config, prepared, self.session, fitted.trainer, metrics, tags[ADVICE_TAG],
-                          self.flush_timeout_s)
+        settle_uploads(self.run_id, self.flush_timeout_s)  # the last checkpoint whole on the server, then the end
+        version = self._record(config, prepared, fitted.trainer, metrics, tags[ADVICE_TAG])
         barrier(ranks)
         left = self.session.finish("FINISHED", self.flush_timeout_s)
         self._settle_project_run("FINISHED")
         spill = str(self.session.buffer.spill_path) if left else None
         return TrainResult(self.run_id, metrics, version, left, spill)
+
+    def _record(self, config: TrainConfig, prepared: Prepared, trainer: Any, metrics: dict[str, float],
+                advice: str) -> str | None:
+        """Final metrics, tags and description into the run's buffer; the model logged. Returns its version."""
+        from ..model.publish import publish_model
+
+        session = self.session
+
+        bound = input_bound_label(metrics[WAIT_METRIC])
+        final = {k: float(v) for k, v in metrics.items() if v is not None}
+        session.buffer.log_metrics(final, trainer.state.global_step)
+        session.set_tags({INPUT_BOUND_TAG: bound})
+        if THROUGHPUT_METRIC not in metrics:
+            session.set_tags({THROUGHPUT_NOTE_TAG: f"no steady-state throughput: the run (resumed) had no step left "
+                                                   f"after the {config.throughput_warmup_steps} warmup steps"})
+        session.set_description(describe(config, prepared, metrics, bound, advice))
+        if not config.log_model:
+            return None
+        # log_model links to the model only the metrics already stored at its step: the final figures go first
+        if not session.buffer.flush(self.flush_timeout_s):
+            log.warning("the final metrics are not in the store yet (%d records queued): the logged model will not "
+                        "carry them", session.buffer.pending())
+        with writes_into(config.output_dir):
+            return publish_model(config, prepared, session, trainer, metrics)
 
     def fail(self, exc: BaseException) -> None:
         """KILLED on a stop signal, FAILED with the reason otherwise; a refused resume leaves the run as it was.
@@ -185,51 +204,3 @@ class TrackedRun:
             log.warning("%s", lost)
         outcome = "KILLED" if status == "KILLED" else "FAILED"
         self._settle_project_run(outcome, f"the resumed run {self.run_id} did not finish: {first_line(exc)}")
-
-
-def _record(config: TrainConfig, prepared: Prepared, session: RunSession, trainer: Any, metrics: dict[str, float],
-            advice: str, flush_timeout_s: float) -> str | None:
-    """Final metrics, tags and description into the run's buffer; the model logged. Returns its version."""
-    from ..model.publish import publish_model
-
-    bound = input_bound_label(metrics[WAIT_METRIC])
-    session.buffer.log_metrics({k: float(v) for k, v in metrics.items() if v is not None}, trainer.state.global_step)
-    session.set_tags({INPUT_BOUND_TAG: bound})
-    if THROUGHPUT_METRIC not in metrics:
-        session.set_tags({THROUGHPUT_NOTE_TAG: f"no steady-state throughput: the run (resumed) had no step left "
-                                               f"after the {config.throughput_warmup_steps} warmup steps"})
-    session.set_description(describe(config, prepared, metrics, bound, advice))
-    if not config.log_model:
-        return None
-    # log_model links to the model only the metrics already stored at its step: the final figures go first
-    if not session.buffer.flush(flush_timeout_s):
-        log.warning("the final metrics are not in the store yet (%d records queued): the logged model will not "
-                    "carry them", session.buffer.pending())
-    with writes_into(config.output_dir):
-        return publish_model(config, prepared, session, trainer, metrics)
-
-
-def launch_tracked(config: TrainConfig, adapter: Accelerator, device: DeviceInfo) -> TrainResult:
-    """devices > 1 without an outer launcher: create the run, start the ranks, settle the run's status."""
-    from mlflow.tracking import MlflowClient
-
-    from ..launch.self_launch import launch_ranks
-    from ..tracking.context import context_tags
-    from ..tracking.runs import FAILED, FINISHED, KILLED, create_named_run, settle_run
-
-    tags = {**context_tags(), **device_tags(device), RUN_KIND_TAG: RUN_KIND_TRAIN}
-    run_id = run_to_resume(config) or create_named_run(config.experiment_name, run_name(config, device.kind), tags)
-    client = MlflowClient()
-    try:
-        code = launch_ranks(adapter.launch_command(device, ["train", *to_cli_args(config)]), run_id)
-    except Stopped as exc:
-        settle_run(client, run_id, KILLED, first_line(exc))
-        raise exc.at(run_id=run_id) from None
-    except Exception as exc:  # the ranks could not start (no mpirun on PATH): the run must not stay RUNNING
-        settle_run(client, run_id, FAILED, first_line(exc))
-        raise
-    settle_run(client, run_id, FINISHED if code == 0 else FAILED, f"a rank exited with status {code}")
-    if code != 0:
-        raise LaunchFailed(f"devices: {config.devices} ranks were launched and one failed (exit {code}); "
-                           f"see the rank output above; run {run_id} is marked FAILED")
-    return TrainResult(run_id, dict(client.get_run(run_id).data.metrics))
