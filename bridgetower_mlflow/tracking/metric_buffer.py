@@ -42,6 +42,7 @@ class MetricBuffer:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closing = threading.Event()
+        self._idle = threading.Event()  # set while the sender sleeps until its next interval, nothing in flight
         self.skip_upto: dict[str, int] = {}  # key -> last step already in the store (resumed runs)
         self.sent = self.failures = self.faults = 0  # faults: errors the sender met and lived through
         self.outage_seconds = 0.0
@@ -158,8 +159,7 @@ class MetricBuffer:
             if not batch:
                 if self._closing.is_set():
                     return
-                self._wake.wait(self.flush_interval)
-                self._wake.clear()
+                self._sleep()
                 continue
             try:
                 send_records(self.client, self.run_id, batch)
@@ -181,8 +181,19 @@ class MetricBuffer:
             if self.pending() < self.batch_size:
                 # At most one batch per interval (a send costs about the same for 5 metrics as for
                 # 500: ~8 ms of CPU on sqlite), unless a backlog is draining or flush() wakes us.
-                self._wake.wait(self.flush_interval)
-                self._wake.clear()
+                self._sleep()
+
+    def _sleep(self) -> None:
+        self._idle.set()
+        self._wake.wait(self.flush_interval)
+        self._idle.clear()
+        self._wake.clear()
+
+    def wait_until_idle(self, timeout: float) -> bool:
+        """Wait up to `timeout` s until the sender has looked for records and sleeps until its next interval
+        (or a flush) with nothing in flight; True when it does. Records queued or spilled meanwhile wait
+        for that interval."""
+        return self._idle.wait(timeout)
 
     def flush(self, timeout: float) -> bool:
         """Wait up to `timeout` s for everything to be sent; True when nothing is pending."""
