@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -116,7 +117,8 @@ def test_outage_spills_bounded_memory_then_replays_in_order_without_duplicates(s
         buffer = MetricBuffer(client, run_id, tmp_path / "spill.jsonl", flush_interval=0.05, max_in_memory=100)
         for step in range(1000):
             buffer.log_metric("loss", float(step), step)
-        assert len(buffer._queue) <= 100 and (tmp_path / "spill.jsonl").exists()
+        in_memory = buffer.pending() - len((tmp_path / "spill.jsonl").read_text().splitlines())
+        assert in_memory <= 100, f"{in_memory} records in memory, allowed 100"
     assert buffer.flush(timeout=60)
     buffer.close(timeout=5)
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(1000)]
@@ -183,26 +185,29 @@ def test_persist_puts_everything_queued_on_disk_and_a_new_buffer_sends_it(server
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(26)]
 
 
-def _sending(buffer):
-    """The buffer's sender is inside a send (waiting for the server's answer)."""
-    frame = sys._current_frames().get(buffer._thread.ident)
-    while frame is not None and frame.f_code.co_name != "send_records":
-        frame = frame.f_back
-    return frame is not None
+class _SaysWhenItSends(MlflowClient):
+    """A real client that says when a log_batch has started (the sender then waits for the server's answer)."""
+
+    def __init__(self, uri):
+        super().__init__(uri)
+        self.sending = threading.Event()
+
+    def log_batch(self, *args, **kwargs):
+        self.sending.set()
+        return super().log_batch(*args, **kwargs)
 
 
 def test_a_checkpoint_during_a_hung_send_loses_nothing(server, tmp_path):
     # persist() moves every queued record to disk, the in-flight batch included; when that send finally
     # succeeds, its acknowledgement must not drop the newer records now at the head of the queue
-    client, run_id = server.new_run()
+    run_id = server.new_run()[1]
+    client = _SaysWhenItSends(server.url)
     with server.stopped():  # the first send waits for an answer
         buffer = MetricBuffer(client, run_id, tmp_path / "spill.jsonl", flush_interval=0.05, batch_size=10)
         for step in range(10):
             buffer.log_metric("loss", float(step), step)
-        deadline = time.monotonic() + 30
-        while not _sending(buffer) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert _sending(buffer)
+        assert client.sending.wait(timeout=30), "the sender did not start its first send within 30 s"
+        assert not buffer.wait_until_idle(timeout=0.2)  # a send is in flight: the sender is not idle
         buffer.persist()  # a checkpoint save while the first batch is in flight
         for step in range(10, 30):
             buffer.log_metric("loss", float(step), step)
@@ -210,19 +215,11 @@ def test_a_checkpoint_during_a_hung_send_loses_nothing(server, tmp_path):
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(30)]
 
 
-def _sender_asleep(buffer, timeout=30.0):
+def _sender_asleep(buffer):
     """Wait until the sender has looked, found nothing and sleeps for its interval: a sender the scheduler
     starts late (CI under load) would otherwise read what the test spills before the test removes it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        frame, names = sys._current_frames().get(buffer._thread.ident), []
-        while frame is not None:
-            names.append(frame.f_code.co_name)
-            frame = frame.f_back
-        if names[:2] == ["wait", "wait"] and "_send_until_closed" in names:
-            return buffer
-        time.sleep(0.01)
-    raise TimeoutError(f"the sender did not go to sleep within {timeout} s")
+    assert buffer.wait_until_idle(timeout=30), "the sender did not go to sleep within 30 s"
+    return buffer
 
 
 @pytest.mark.parametrize("spilled_again", [False, True], ids=["then-sent", "then-spilled-again"])

@@ -16,6 +16,7 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
+from bridgetower_mlflow.tracking.records import MetricRecord
 from bridgetower_mlflow.tracking.spill_format import from_line, to_line
 
 from conftest import BIN, MlflowServer, run_cli
@@ -26,7 +27,7 @@ NEXT_TRAIN = ["train", "--max-steps", "2", "--throughput-warmup-steps", "1", *SH
 
 
 def _lines(run_id, steps):
-    return "".join(to_line(run_id, ("metric", "loss", float(s), 1_000 + s, s)) for s in steps).encode()
+    return "".join(to_line(run_id, MetricRecord("loss", float(s), 1_000 + s, s)) for s in steps).encode()
 
 
 # name -> (spill bytes of run_id, the steps of its whole records, the first bad line)
@@ -121,7 +122,7 @@ def test_an_append_after_a_cut_line_starts_a_line_of_its_own(tmp_path):
     spill.write_bytes(_lines(run_id, range(3)) + _lines(run_id, [3])[:41])  # a dead writer's cut line
     append_whole(spill, _lines(run_id, [4, 5]).decode())
     records, bad = read_spill(spill)
-    assert [record[4] for _, record in records] == [0, 1, 2, 4, 5] and bad == [4]  # nothing glued onto it
+    assert [record.step for _, record in records] == [0, 1, 2, 4, 5] and bad == [4]  # nothing glued onto it
 
 
 FULL_DISK = """
@@ -159,10 +160,10 @@ def test_a_full_disk_mid_spill_leaves_only_whole_lines_and_loses_nothing(sqlite_
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     files = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert files["full"].endswith("\n") and [from_line(line)[1][4] for line in files["full"].splitlines()] == list(
+    assert files["full"].endswith("\n") and [from_line(line)[1].step for line in files["full"].splitlines()] == list(
         range(100)), "the refused spill left part of itself in the file"
     assert "No space" in proc.stderr or "too large" in proc.stderr  # one warning says why the records wait in memory
-    assert [from_line(line)[1][4] for line in files["after"].splitlines()] == list(range(1000))  # kept, then written
+    assert [from_line(line)[1].step for line in files["after"].splitlines()] == list(range(1000))  # kept, then written
     sent, runs = upload_spill(spill)
     assert (sent, runs) == (1000, {run_id}) and _steps(client, run_id) == list(range(1000))
 
@@ -230,9 +231,9 @@ def _writes_in(folder):
 
 
 def _kill_while_it_spills(proc, spill, enough=300_000, timeout=300):
-    """SIGKILL `proc` the moment its spill file is seen ending inside a line (a write going on), else at the
-    write that takes it past `enough` bytes. Returns whether it was caught mid-write."""
-    deadline, handle = time.monotonic() + timeout, None
+    """SIGKILL `proc` the moment its spill file, holding a whole line already, is seen ending inside a line (a
+    write going on), else at the write that takes it past `enough` bytes. Returns whether it was caught mid-write."""
+    deadline, handle, holds_a_line = time.monotonic() + timeout, None, False
     spill.parent.mkdir(parents=True, exist_ok=True)
     try:
         for _ in _writes_in(spill.parent):
@@ -244,7 +245,8 @@ def _kill_while_it_spills(proc, spill, enough=300_000, timeout=300):
                 continue
             size = os.fstat(handle.fileno()).st_size
             tail = os.pread(handle.fileno(), 1, size - 1) if size else b"\n"
-            if tail != b"\n" or size >= enough:
+            holds_a_line = holds_a_line or b"\n" in os.pread(handle.fileno(), 4096, 0)
+            if (tail != b"\n" and holds_a_line) or size >= enough:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
                 return tail != b"\n"
@@ -282,9 +284,9 @@ def test_a_train_killed_while_it_spills_leaves_only_whole_records_and_upload_spi
             print(f"the kill cut the last line ({len(tail)} bytes); caught mid-write: {caught}")
         spilled: dict[str, set[int]] = {}
         for record in records:
-            if record[0] == "metric":
-                spilled.setdefault(record[1], set()).add(record[4])
-        assert "loss" in spilled or tail  # it did spill before the kill
+            if isinstance(record, MetricRecord):
+                spilled.setdefault(record.key, set()).add(record.step)
+        assert spilled, f"no whole metric record before the kill: {len(records)} records, a {len(tail)}-byte tail"
         upload = run_cli(["upload-spill", str(spill)])
         assert upload.returncode == 0, upload.stderr[-3000:]
         for key, steps in spilled.items():  # every whole record the kill left arrived

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..contract import NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG, RUN_NAME_TAG
 from ..disk_space import writing
 from ..errors import BridgeTowerMlflowError, ConfigError
+from ..launch.signals import stop_signals_raise
 from ..redact import first_line
 from ..tracking.runs import FAILED, FINISHED, KILLED, create_run, settle_run
 from ..tracking.store_init import ready_store
@@ -28,7 +29,6 @@ from .grid import (
     plan_cells,
 )
 from .limits import check_cells_can_measure, cpu_devices_note, device_capacity
-from .process import sigterm_as_interrupt
 
 BACKENDS = ("local", "ray")
 
@@ -196,7 +196,7 @@ def _starter(total: int, echo):
 
 def _run_cells(backend, context: SweepContext, plan: SweepPlan, outcome: SweepOutcome, echo) -> None:
     try:
-        with sigterm_as_interrupt():
+        with stop_signals_raise():  # `kill`, `timeout`, `mlflow run`'s cancel: ended as Ctrl-C ends it
             backend.run_cells(context, plan.cells, _reporter(outcome, len(plan.cells), echo))
     finally:
         _record_notes(context.client, context.parent_run_id, outcome)

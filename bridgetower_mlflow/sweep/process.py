@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-from contextlib import contextmanager
-from pathlib import Path
 
 POLL_SECONDS = 0.5
 STOP_GRACE_SECONDS = 5.0
@@ -33,43 +30,32 @@ def run_train_process(command: list[str], env: dict, log, cwd: str | None = None
 
 def stop_tree(process: subprocess.Popen, grace: float = STOP_GRACE_SECONDS) -> None:
     """SIGTERM train and its descendants, SIGKILL what is left after `grace` seconds."""
+    import psutil
+
     if process.poll() is not None:
         return
     # Listed before the first signal: once train dies its children are re-parented and unfindable.
-    tree = [process.pid, *descendants(process.pid)]
+    try:
+        tree = psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        tree = []
+    process.terminate()
     _signal_all(tree, signal.SIGTERM)
     try:
         process.wait(timeout=grace)
-        tree = tree[1:]  # reaped: its pid is no longer ours to signal
     except subprocess.TimeoutExpired:
-        pass
+        process.kill()
     _signal_all(tree, signal.SIGKILL)
     process.wait()
 
 
-def descendants(root: int) -> list[int]:
-    """Live descendants of `root`, read from /proc (empty where there is no /proc)."""
-    parent_of = {}
-    for entry in os.listdir("/proc") if Path("/proc").is_dir() else ():
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                parent_of[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue  # the process ended while we looked
-    found, frontier = [], {root}
-    while frontier:
-        children = {pid for pid, parent in parent_of.items() if parent in frontier}
-        found += sorted(children)
-        frontier = children
-    return found
+def _signal_all(processes: list, sig: int) -> None:
+    import psutil
 
-
-def _signal_all(pids: list[int], sig: int) -> None:
-    for pid in pids:
+    for process in processes:
         try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
+            process.send_signal(sig)  # psutil checks it is still the process listed, not a reused pid
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
 
 
@@ -84,21 +70,3 @@ def exit_reason(returncode: int | None) -> str:
             name = f"signal {-returncode}"
         return f"train was killed by {name} (exit {returncode})"
     return f"train exited with {returncode}"
-
-
-@contextmanager
-def sigterm_as_interrupt():
-    """`kill`, `timeout` and `mlflow run`'s cancel send SIGTERM: end the sweep as Ctrl-C does (runs KILLED)."""
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread: signals are not ours to take
-        previous = None
-    try:
-        yield
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)

@@ -25,9 +25,10 @@ from ..contract import METRICS_PER_BATCH
 from ..disk_space import disk_errno, full_line
 from ..redact import first_line
 from ..telemetry.thread_names import name_this_thread
+from .records import MetricRecord, Record, StatusRecord, TagsRecord, send_records
 from .spill import append_whole
 from .spill_cursor import SpillCursor
-from .spill_format import send_records, to_line
+from .spill_format import to_line
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +38,11 @@ class MetricBuffer:
                  max_in_memory: int = 50_000, batch_size: int = METRICS_PER_BATCH) -> None:
         self.client, self.run_id, self.spill_path = client, run_id, Path(spill_path)
         self.flush_interval, self.max_in_memory, self.batch_size = flush_interval, max_in_memory, batch_size
-        self._queue: deque[tuple[Any, ...]] = deque()
+        self._queue: deque[Record] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closing = threading.Event()
+        self._idle = threading.Event()  # set while the sender sleeps until its next interval, nothing in flight
         self.skip_upto: dict[str, int] = {}  # key -> last step already in the store (resumed runs)
         self.sent = self.failures = self.faults = 0  # faults: errors the sender met and lived through
         self.outage_seconds = 0.0
@@ -52,7 +54,7 @@ class MetricBuffer:
         self._thread.start()
 
     # producer side (hot path: append only) ---------------------------------------------------
-    def _append(self, record: tuple[Any, ...]) -> None:
+    def _append(self, record: Record) -> None:
         with self._lock:
             self._queue.append(record)
             if len(self._queue) > self._overflow_at and not self._spill_locked(
@@ -62,7 +64,7 @@ class MetricBuffer:
     def log_metric(self, key: str, value: float, step: int, timestamp: int | None = None) -> None:
         if self.skip_upto and step <= self.skip_upto.get(key, -1):
             return
-        self._append(("metric", key, float(value), int(timestamp or time.time() * 1000), int(step)))
+        self._append(MetricRecord(key, float(value), int(timestamp or time.time() * 1000), int(step)))
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         timestamp = int(time.time() * 1000)
@@ -70,10 +72,10 @@ class MetricBuffer:
             self.log_metric(key, value, step, timestamp)
 
     def log_tags(self, tags: dict[str, str]) -> None:
-        self._append(("tags", dict(tags)))
+        self._append(TagsRecord(dict(tags)))
 
     def log_status(self, status: str) -> None:
-        self._append(("status", status, int(time.time() * 1000)))
+        self._append(StatusRecord(status, int(time.time() * 1000)))
 
     def persist(self) -> None:
         """Everything queued goes to the spill file, flushed to disk, before the caller moves on."""
@@ -106,7 +108,7 @@ class MetricBuffer:
         self._overflow_at, self._refused = self.max_in_memory, None
         return True
 
-    def _next_batch(self) -> tuple[list[tuple[Any, ...]], str, int]:
+    def _next_batch(self) -> tuple[list[Record], str, int]:
         """Spilled (older) records go first so histories, tags and the status arrive in order.
 
         While the spill file cannot be read, what is logged meanwhile goes (its records wait on disk)."""
@@ -121,8 +123,8 @@ class MetricBuffer:
                     self._fault(exc, f"cannot read {self.spill_path}; its {self._spill.waiting} records wait there")
             return [self._queue[i] for i in range(min(self.batch_size, len(self._queue)))], "memory", 0
 
-    def _acknowledge(self, batch: list[tuple[Any, ...]], origin: str, position: int) -> None:
-        self.sent += sum(1 for record in batch if record[0] == "metric")
+    def _acknowledge(self, batch: list[Record], origin: str, position: int) -> None:
+        self.sent += sum(1 for record in batch if isinstance(record, MetricRecord))
         with self._lock:
             if origin == "memory":
                 # persist() or an overflow may have moved (part of) this batch to the spill file while it
@@ -157,8 +159,7 @@ class MetricBuffer:
             if not batch:
                 if self._closing.is_set():
                     return
-                self._wake.wait(self.flush_interval)
-                self._wake.clear()
+                self._sleep()
                 continue
             try:
                 send_records(self.client, self.run_id, batch)
@@ -180,8 +181,19 @@ class MetricBuffer:
             if self.pending() < self.batch_size:
                 # At most one batch per interval (a send costs about the same for 5 metrics as for
                 # 500: ~8 ms of CPU on sqlite), unless a backlog is draining or flush() wakes us.
-                self._wake.wait(self.flush_interval)
-                self._wake.clear()
+                self._sleep()
+
+    def _sleep(self) -> None:
+        self._idle.set()
+        self._wake.wait(self.flush_interval)
+        self._idle.clear()
+        self._wake.clear()
+
+    def wait_until_idle(self, timeout: float) -> bool:
+        """Wait up to `timeout` s until the sender has looked for records and sleeps until its next interval
+        (or a flush) with nothing in flight; True when it does. Records queued or spilled meanwhile wait
+        for that interval."""
+        return self._idle.wait(timeout)
 
     def flush(self, timeout: float) -> bool:
         """Wait up to `timeout` s for everything to be sent; True when nothing is pending."""

@@ -16,15 +16,16 @@ import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from ..errors import TrackingError
 from ..redact import first_line
-from .spill_format import parse_lines, send_records, to_line
+from .records import Record, send_records
+from .spill_format import parse_lines, to_line
 
 log = logging.getLogger(__name__)
 DAMAGED = ".damaged"
-Records = list[tuple[str, tuple[Any, ...]]]
+Records = list[tuple[str, Record]]
 
 
 def append_whole(path: Path, text: str) -> None:
@@ -125,7 +126,7 @@ def _upload(path: Path) -> tuple[int, set[str]]:
     from mlflow.tracking import MlflowClient
 
     records, bad = read_spill(path)
-    groups: list[tuple[str, list[tuple[Any, ...]]]] = []  # consecutive records of one run, in file order
+    groups: list[tuple[str, list[Record]]] = []  # consecutive records of one run, in file order
     for run_id, record in records:
         if not groups or groups[-1][0] != run_id:
             groups.append((run_id, []))

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
 
+from .records import Record
 from .spill import adopt, replace_whole
 from .spill_format import from_line
 
@@ -47,7 +47,7 @@ class SpillCursor:
             log.warning("%s was removed while the run was going: %d records it held are lost", self.path, self.waiting)
             self.waiting = self.position = 0
 
-    def read(self, limit: int) -> tuple[list[tuple[Any, ...]], int]:
+    def read(self, limit: int) -> tuple[list[Record], int]:
         """Up to `limit` whole records from the first unsent line on, and the offset after them.
 
         OSError when the file cannot be read: it is read again after SPILL_RETRY_S. A file that ends
@@ -68,8 +68,8 @@ class SpillCursor:
             self.sent(self.waiting, end)
         return rows, end
 
-    def _read(self, count: int) -> tuple[list[tuple[Any, ...]], int]:
-        rows: list[tuple[Any, ...]] = []
+    def _read(self, count: int) -> tuple[list[Record], int]:
+        rows: list[Record] = []
         with open(self.path, "rb") as handle:
             handle.seek(self.position)
             while len(rows) < count:
