@@ -130,12 +130,13 @@ def _no_hole(series, key, down, up):
 
 
 def _spilled_steps(spill, key):
+    from bridgetower_mlflow.tracking.records import MetricRecord
     from bridgetower_mlflow.tracking.spill_format import from_line
 
     if not spill.exists():
         return []
     records = [from_line(line)[1] for line in spill.read_text().splitlines() if line.strip()]
-    return [r[4] for r in records if r[0] == "metric" and r[1] == key]
+    return [r.step for r in records if isinstance(r, MetricRecord) and r.key == key]
 
 
 def test_spills_of_a_killed_run_and_of_a_server_gone_for_good_are_recorded(cache_dir, tmp_path, monkeypatch):
@@ -293,6 +294,7 @@ def test_resume_with_a_different_learning_rate_is_refused(cache_dir, sqlite_uri,
 def test_outage_under_the_product_defaults_with_another_stores_leftovers(cache_dir, tmp_path, monkeypatch):
     """As users run it: MLflow's and the product's default timeouts, no hold file, and a spill folder shared
     with another store (its leftovers must neither break this run nor be lost)."""
+    from bridgetower_mlflow.tracking.records import MetricRecord, StatusRecord
     from bridgetower_mlflow.tracking.spill_format import to_line
 
     other_uri = f"sqlite:///{tmp_path / 'other.db'}"
@@ -300,8 +302,8 @@ def test_outage_under_the_product_defaults_with_another_stores_leftovers(cache_d
     other_id = other.create_run(other.create_experiment("elsewhere")).info.run_id
     leftover = cache_dir / "spill" / f"{other_id}.spill.jsonl"
     leftover.parent.mkdir(parents=True, exist_ok=True)
-    leftover.write_text("".join(to_line(other_id, ("metric", "loss", 0.5, 1_700_000_000_000 + i, i))
-                                for i in range(1, 4)) + to_line(other_id, ("status", "FINISHED", 1_700_000_000_100)))
+    leftover.write_text("".join(to_line(other_id, MetricRecord("loss", 0.5, 1_700_000_000_000 + i, i))
+                                for i in range(1, 4)) + to_line(other_id, StatusRecord("FINISHED", 1_700_000_000_100)))
     server = MlflowServer(f"sqlite:///{tmp_path / 'outage.db'}", tmp_path / "artifacts").start()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
     client, steps = MlflowClient(server.url), 80
