@@ -57,7 +57,7 @@ class ThroughputCallback(TrainerCallback):
     """
 
     def __init__(self, sink, timed_loader_ref, samples_per_step: int, warmup_steps: int,
-                 logging_steps: int):
+                 logging_steps: int, window: EnergyWindow | None = None):
         self.sink = sink
         self.loader_ref = timed_loader_ref  # callable -> TimedLoader (created lazily by the trainer)
         self.samples_per_step = samples_per_step  # nominal, all ranks: batch x world x accumulation
@@ -69,7 +69,7 @@ class ThroughputCallback(TrainerCallback):
         self.wait_warm = 0.0
         self.samples_warm = self.samples_end = 0
         self.eval_seconds = self.save_seconds = 0.0
-        self.window: EnergyWindow | None = None  # read at the same instants as the clock
+        self.window = window  # the energy counters, read at the same instants as the clock
         self._last = None  # (time, step, wait, rows) at the previous logging step
         self._mark = 0.0  # the last instant training itself was seen (step end, a training log, an eval, a save)
 

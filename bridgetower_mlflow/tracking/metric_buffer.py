@@ -61,6 +61,10 @@ class MetricBuffer:
                     len(self._queue) - self.max_in_memory // 2):
                 self._overflow_at = len(self._queue) + self.max_in_memory // 2  # not on every append meanwhile
 
+    def skip_logged(self, last_steps: dict[str, int]) -> None:
+        """A resumed run: steps up to each key's last stored one are not logged again."""
+        self.skip_upto.update(last_steps)
+
     def log_metric(self, key: str, value: float, step: int, timestamp: int | None = None) -> None:
         if self.skip_upto and step <= self.skip_upto.get(key, -1):
             return

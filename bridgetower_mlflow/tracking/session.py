@@ -55,7 +55,7 @@ class RunSession:
         self.existing_params, self.existing_tags = dict(data.params), dict(data.tags)
         # latest_metrics holds each key's highest step: a resumed run must not log those steps twice
         self.last_steps = {m.key: m.step for m in data._metric_objs}
-        self.buffer.skip_upto.update({k: s for k, s in self.last_steps.items() if not k.startswith(SYSTEM_PREFIX)})
+        self.buffer.skip_logged({k: s for k, s in self.last_steps.items() if not k.startswith(SYSTEM_PREFIX)})
 
     @classmethod
     def start(cls, experiment_name: str, run_name: str, tags: dict[str, str],

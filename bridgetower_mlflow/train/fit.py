@@ -30,17 +30,18 @@ log = logging.getLogger(__name__)
 def fit(config: TrainConfig, prepared: Prepared, run: TrackedRun | NullRun, ranks: RankInfo,
         progress_s: float = DEFAULT_PROGRESS_SECONDS) -> Fitted:
     """Train `prepared` to its end (or from its checkpoint on a resume); metrics go to the run's sink."""
-    trainer, throughput = build_trainer(config, prepared, run.sink, progress_s)
     observation = Observation(prepared, run.session, ranks)
-    throughput.window = observation.window  # energy is read at the throughput window's two instants
-    checkpoint = checkpoint_to_resume(config, str(prepared.args.output_dir))
-    if checkpoint:
-        log.info("resuming run %s from %s", run.run_id, checkpoint)
+    trainer = None
     try:
+        # energy is read at the throughput window's two instants
+        trainer, throughput = build_trainer(config, prepared, run.sink, progress_s, observation.window)
+        checkpoint = checkpoint_to_resume(config, str(prepared.args.output_dir))
+        if checkpoint:
+            log.info("resuming run %s from %s", run.run_id, checkpoint)
         with writes_into(config.output_dir):
             output = trainer.train(resume_from_checkpoint=checkpoint)
     except Stopped as exc:
-        raise exc.at(step=trainer.state.global_step) from None
+        raise exc.at(step=trainer.state.global_step if trainer is not None else None) from None
     finally:
         observed = observation.stop()
     timing: StepTimingCallback | None = trainer.step_timing

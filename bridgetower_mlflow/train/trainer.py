@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..accelerators.base import DeviceLoader, PhaseTiming
     from ..config import TrainConfig
     from ..data.cpu_images import ImageSpec
+    from ..telemetry.energy import EnergyWindow
     from ..telemetry.profiler_window import ProfilerWindow
     from ..telemetry.step_timing import StepTimingCallback
     from ..telemetry.throughput import ThroughputCallback
@@ -83,7 +84,7 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
 
 
 def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | NullSink,
-                  progress_s: float = 10.0) -> tuple[Any, ThroughputCallback]:
+                  progress_s: float = 10.0, energy: EnergyWindow | None = None) -> tuple[Any, ThroughputCallback]:
     """(trainer, throughput callback) for `prepared`; metrics go to `sink` (a MetricBuffer or NullSink)."""
     from ..data.collate import collate_batch
     from ..telemetry.progress import ProgressPrinter
@@ -98,7 +99,7 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
     holder: dict[str, Any] = {}
     throughput = ThroughputCallback(sink, lambda: getattr(holder.get("trainer"), "timed_loader", None),
                                     args.per_device_train_batch_size * world * args.gradient_accumulation_steps,
-                                    config.throughput_warmup_steps, int(args.logging_steps))
+                                    config.throughput_warmup_steps, int(args.logging_steps), energy)
     timing = StepTimingCallback(sink, _phase_timing(prepared), throughput.wait_seconds,
                                 config.throughput_warmup_steps, int(args.logging_steps), _profile(config, prepared))
     captions = [r[prepared.data.caption_column] for r in prepared.data.validation_rows]
