@@ -74,6 +74,7 @@ def _ensure_splits(splits, seed: int):
     """Keep a dataset's own validation split (the upstream example discarded it); else carve one."""
     if "train" not in splits:
         raise DataError(f"dataset: no 'train' split; found {sorted(splits)}")
+    splits = dict(splits)  # the caller's DatasetDict stays as loaded
     if "validation" not in splits:
         if "test" in splits:
             splits["validation"] = splits["test"]
