@@ -1,0 +1,81 @@
+"""TrackedRun, NullRun and the flow on their own (issue 32): how a run ends when training fails, is stopped or is
+refused, on a real sqlite store, and the flow's untracked path in process. The subprocess tests reach the same
+code end to end; these name the rule each one holds."""
+
+from __future__ import annotations
+
+import signal
+from types import SimpleNamespace
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from bridgetower_mlflow.errors import ConfigError
+from bridgetower_mlflow.launch.ranks import RankInfo
+from bridgetower_mlflow.launch.signals import Stopped
+from bridgetower_mlflow.tracking.session import RunSession
+from bridgetower_mlflow.train.observe import Observed
+from bridgetower_mlflow.train.run import NullRun, TrackedRun
+
+ONE_RANK = RankInfo(0, 0, 1)
+
+
+@pytest.fixture
+def session(sqlite_uri, cache_dir):
+    return RunSession.start("lifecycle", "unit", {})
+
+
+def _run(sqlite_uri, run_id):
+    return MlflowClient(sqlite_uri).get_run(run_id)
+
+
+def test_a_failure_ends_the_run_failed_with_its_first_line(sqlite_uri, session):
+    TrackedRun(session, flush_timeout_s=30).fail(ValueError("the loader broke\nsecond line"))
+    run = _run(sqlite_uri, session.run_id)
+    assert (run.info.status, run.data.tags["error"]) == ("FAILED", "the loader broke")
+
+
+def test_a_stop_signal_ends_the_run_killed(sqlite_uri, session):
+    TrackedRun(session, flush_timeout_s=30).fail(Stopped(signal.SIGTERM).at(step=4, run_id=session.run_id))
+    run = _run(sqlite_uri, session.run_id)
+    assert (run.info.status, run.data.tags["error"]) == ("KILLED", "stopped by SIGTERM")
+
+
+def test_a_refused_resume_leaves_the_run_as_it_was(sqlite_uri, cache_dir):
+    client = MlflowClient(sqlite_uri)
+    run_id = client.create_run(client.create_experiment("resumed")).info.run_id
+    client.set_terminated(run_id, "KILLED")
+    session = RunSession.start("", "", {}, resume_run_id=run_id)
+    TrackedRun(session, flush_timeout_s=30).fail(ConfigError("learning_rate", "5e-05", "allowed: '1e-05'"))
+    run = _run(sqlite_uri, run_id)
+    assert run.info.status == "KILLED" and "error" not in run.data.tags
+
+
+def test_a_stop_carries_what_each_layer_knows():
+    raised = Stopped(signal.SIGINT)
+    known = raised.at(step=12).at(run_id="abc")
+    assert (known.step, known.run_id, known.signal_name, known.exit_code) == (12, "abc", "SIGINT", 130)
+    assert (raised.step, raised.run_id) == (None, None)  # the first one is left as it was raised
+
+
+def test_a_rank_without_a_run_ends_with_its_own_numbers_and_logs_nothing():
+    metrics = {"train_samples_per_second": 12.5}
+    run = NullRun("abc")
+    run.fail(RuntimeError("ignored: rank 0 ends the run"))
+    result = run.close(SimpleNamespace(), SimpleNamespace(), SimpleNamespace(observed=Observed(whole_job=True)),
+                       metrics, ONE_RANK)
+    assert (result.run_id, result.metrics) == ("abc", {"train_samples_per_second": 12.5})
+
+
+def test_the_untracked_flow_trains_measures_and_creates_no_run(sqlite_uri, cache_dir, tmp_path):
+    from bridgetower_mlflow.config import build_train_config
+    from bridgetower_mlflow.train.flow import train
+
+    config = build_train_config(max_steps=4, throughput_warmup_steps=1, per_device_train_batch_size=4,
+                                max_train_samples=16, max_eval_samples=4, max_seq_length=16,
+                                dataloader_num_workers=0, log_model=False, output_dir=str(tmp_path / "out"))
+    result = train(config, tracked=False)
+    assert result.run_id is None and result.metrics["train_samples_per_second"] > 0
+    assert (tmp_path / "out" / "run").is_dir()  # an untracked run's folder: <output_dir>/run
+    client = MlflowClient(sqlite_uri)
+    assert client.search_runs([e.experiment_id for e in client.search_experiments()]) == []
