@@ -79,3 +79,12 @@ def test_the_untracked_flow_trains_measures_and_creates_no_run(sqlite_uri, cache
     assert (tmp_path / "out" / "run").is_dir()  # an untracked run's folder: <output_dir>/run
     client = MlflowClient(sqlite_uri)
     assert client.search_runs([e.experiment_id for e in client.search_experiments()]) == []
+
+
+def test_what_escapes_the_lifecycle_ends_the_run_and_a_stop_names_it(sqlite_uri, session):
+    from bridgetower_mlflow.train.run import run_lifecycle
+
+    with pytest.raises(Stopped) as raised, run_lifecycle(TrackedRun(session, flush_timeout_s=30)):
+        raise Stopped(signal.SIGTERM).at(step=7)
+    assert (raised.value.run_id, raised.value.step) == (session.run_id, 7)
+    assert _run(sqlite_uri, session.run_id).info.status == "KILLED"

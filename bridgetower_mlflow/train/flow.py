@@ -16,7 +16,6 @@ from ..accelerators.registry import get_accelerator
 from ..contract import SWEEP_CELL_ENV
 from ..launch.ranks import RankInfo, needs_launch
 from ..launch.self_launch import was_self_launched
-from ..launch.signals import Stopped
 from .environment import RunEnvironment, read_environment
 from .fit import fit
 from .launcher import launch_tracked
@@ -24,7 +23,7 @@ from .measure import measure
 from .output_folder import check_writable, holding
 from .prepare import prepare
 from .result import TrainResult
-from .run import open_run
+from .run import open_run, run_lifecycle
 
 
 def train(config: TrainConfig, *, tracked: bool = True, environment: RunEnvironment | None = None) -> TrainResult:
@@ -58,14 +57,7 @@ def _train(config: TrainConfig, ranks: RankInfo, tracked: bool, environment: Run
     # rank 0's run, or a NullRun: no run is left RUNNING
     run = open_run(config, prepared, ranks, tracked, environment.flush_timeout_s)
     prepared = prepared.in_run_folder(Path(config.output_dir) / (run.run_id or "run"))  # checkpoints go there
-    try:
+    with run_lifecycle(run):
         fitted = fit(config, prepared, run, ranks, environment.progress_seconds)
         metrics = measure(config, prepared, fitted, ranks)
         return run.close(config, prepared, fitted, metrics, ranks)
-    except Stopped as exc:
-        stopped = exc.at(run_id=run.run_id)
-        run.fail(stopped)
-        raise stopped from None
-    except BaseException as exc:
-        run.fail(exc)
-        raise

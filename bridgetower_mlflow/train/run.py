@@ -5,8 +5,10 @@ nothing (Lightning's rank_zero_experiment / _DummyExperiment), so the flow never
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..contract import (
@@ -25,6 +27,7 @@ from ..contract import (
 )
 from ..errors import ConfigError, DiskFull
 from ..launch.collectives import barrier, broadcast_from_main
+from ..launch.signals import Stopped
 from ..redact import first_line
 from ..tracking.null_sink import NullSink
 from .checkpoint_upload import settle_uploads
@@ -87,6 +90,21 @@ def open_run(config: TrainConfig, prepared: Prepared, ranks: RankInfo, tracked: 
             run.fail(exc)
         raise
     return run or NullRun(run_id)
+
+
+@contextlib.contextmanager
+def run_lifecycle(run: TrackedRun | NullRun) -> Iterator[TrackedRun | NullRun]:
+    """Inside: the run's life. Whatever escapes ends it: KILLED on a stop signal (the Stopped raised again with
+    the run it ended), FAILED with the reason otherwise; a run that closed itself is left as it is."""
+    try:
+        yield run
+    except Stopped as exc:
+        stopped = exc.at(run_id=run.run_id)
+        run.fail(stopped)
+        raise stopped from None
+    except BaseException as exc:
+        run.fail(exc)
+        raise
 
 
 class NullRun:
