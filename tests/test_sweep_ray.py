@@ -7,6 +7,7 @@ kill, node-loss and Ctrl-C checks cost seconds, not minutes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -117,6 +118,22 @@ def _runs(url: str, experiment: str):
     return parent, {run.info.run_name: run for run in children}
 
 
+@contextlib.contextmanager
+def _ends(driver):
+    """A sweep driver the test started is gone when the test is, whatever failed: its cells then leave the
+    module's cluster, and the next test's cells find their nodes free."""
+    try:
+        yield driver
+    finally:
+        if driver.poll() is None:
+            driver.send_signal(signal.SIGINT)  # the sweep's own cancel: its cells and their runs end
+            try:
+                driver.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                driver.kill()
+                driver.communicate()
+
+
 def _wait_for(paths, timeout=60.0) -> list[int]:
     deadline = time.monotonic() + timeout
     while not all(path.exists() and path.read_text() for path in paths):
@@ -152,7 +169,7 @@ def test_four_cells_run_two_at_a_time_on_distinct_nodes(ray_cluster, server):
     result = run_cli(_sweep(ray_cluster, "four", "--workers", "0,1", "--repeats", "2", "--model", "tiny",
                             "--max-steps", "5", "--per-device-train-batch-size", "4", "--",
                             "--max-train-samples", "32", "--max-eval-samples", "16", "--log-model", "false"),
-                     timeout=480)
+                     timeout=900)  # 4 real trainings on 2 cores: ~2-8 min as the machine's load goes
     print(f"4-cell ray sweep: {time.monotonic() - started:.1f} s wall")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     parent, children = _runs(server.url, "four")
@@ -181,9 +198,10 @@ def test_a_cell_killed_mid_run_fails_and_the_rest_finish(ray_cluster, server, fa
     driver = subprocess.Popen([str(BIN / "bridgetower-mlflow"), *_sweep(
         ray_cluster, "killed", "--workers", "0,1,2", "--repeats", "1", fake_seconds=6, pid_dir=fake_train)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    (victim,) = _wait_for([fake_train / "w1.pid"])
-    os.kill(victim, signal.SIGKILL)
-    output, _ = driver.communicate(timeout=120)
+    with _ends(driver):
+        (victim,) = _wait_for([fake_train / "w1.pid"])
+        os.kill(victim, signal.SIGKILL)
+        output, _ = driver.communicate(timeout=120)
     assert driver.returncode == 1, output
     parent, children = _runs(server.url, "killed")
     killed = children["cpu w1 decode=cpu r1"]
@@ -201,10 +219,13 @@ def test_a_lost_node_fails_its_cell_is_not_picked_again_and_the_rest_finish(ray_
     driver = subprocess.Popen([str(BIN / "bridgetower-mlflow"), *_sweep(
         ray_cluster, "lost", "--workers", "0,1,2,3", "--repeats", "1", fake_seconds=8, pid_dir=fake_train)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    _wait_for([fake_train / f"w{w}.pid" for w in (0, 1, 2)])  # three cells, three nodes; w3 waits for a node
-    assert not (fake_train / "w3.pid").exists()
-    ray_cluster.remove_node(extra, allow_graceful=False)
-    output, _ = driver.communicate(timeout=120)
+    with _ends(driver):
+        try:
+            _wait_for([fake_train / f"w{w}.pid" for w in (0, 1, 2)])  # three cells, three nodes; w3 waits
+            assert not (fake_train / "w3.pid").exists()
+        finally:  # the module's cluster goes on with its two nodes, whatever happened here
+            ray_cluster.remove_node(extra, allow_graceful=False)
+        output, _ = driver.communicate(timeout=120)
     assert driver.returncode == 1, output
     _, children = _runs(server.url, "lost")
     assert sorted(run.info.status for run in children.values()) == ["FAILED", "FINISHED", "FINISHED", "FINISHED"]
@@ -221,10 +242,11 @@ def test_ctrl_c_cancels_the_cells_and_leaves_no_run_running(ray_cluster, server,
         ray_cluster, "ctrl-c", "--workers", "0,1,2", "--repeats", "1", fake_seconds=300, pid_dir=fake_train)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal, even under CI
-    trains = _wait_for([fake_train / "w0.pid", fake_train / "w1.pid"])
-    _wait_for_runs(server.url, "ctrl-c", {"cpu w0 decode=cpu r1": "RUNNING", "cpu w1 decode=cpu r1": "RUNNING"})
-    driver.send_signal(signal.SIGINT)
-    output, _ = driver.communicate(timeout=90)
+    with _ends(driver):
+        trains = _wait_for([fake_train / "w0.pid", fake_train / "w1.pid"])
+        _wait_for_runs(server.url, "ctrl-c", {"cpu w0 decode=cpu r1": "RUNNING", "cpu w1 decode=cpu r1": "RUNNING"})
+        driver.send_signal(signal.SIGINT)
+        output, _ = driver.communicate(timeout=90)
     assert driver.returncode != 0 and "cancelling" in output, output
     parent, children = _runs(server.url, "ctrl-c")
     assert parent.info.status == "KILLED"
