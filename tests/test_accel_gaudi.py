@@ -59,9 +59,9 @@ def test_absent_habana_is_one_clear_line():
 def test_detect_through_hl_smi_then_torch(monkeypatch):
     install_habana(monkeypatch, name="GAUDI3", count=4)
     monkeypatch.setattr(gaudi_detect.shutil, "which", lambda name: "/usr/bin/hl-smi")
-    from bridgetower_mlflow.accelerators.gaudi import telemetry as hlml_sampler
+    from bridgetower_mlflow.telemetry.samplers import hl_smi
 
-    monkeypatch.setattr(hlml_sampler, "run_hl_smi", lambda fields: "HL-325L, 131072, 1.24.0-abc\n" * 8)
+    monkeypatch.setattr(hl_smi, "run_hl_smi", lambda fields: "HL-325L, 131072, 1.24.0-abc\n" * 8)
     info = GaudiAccelerator("gaudi3").detect(8, 8)
     assert (info.kind, info.count, info.memory_gb, info.driver) == ("gaudi3", 8, 128.0, "1.24.0-abc")
     monkeypatch.setattr(gaudi_detect.shutil, "which", lambda name: None)

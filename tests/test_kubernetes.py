@@ -155,8 +155,8 @@ def test_the_kubernetes_project_mirrors_the_main_project(entry):
     for name, spec in kube["parameters"].items():
         if name == "accel":
             assert "default" not in spec  # required: the template decides the hardware
-        elif name == "devices":
-            assert spec["default"] == 8
+        elif name == "devices":  # eight devices a pod, typed as the main project types it (sweep: a list)
+            assert spec == {**expected[name], "default": type(expected[name]["default"])(8)}
         elif name == "checkpoint_upload":
             assert spec == {**expected[name], "default": True}  # a rescheduled pod starts on an empty disk
         else:

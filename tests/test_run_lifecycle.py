@@ -88,3 +88,16 @@ def test_what_escapes_the_lifecycle_ends_the_run_and_a_stop_names_it(sqlite_uri,
         raise Stopped(signal.SIGTERM).at(step=7)
     assert (raised.value.run_id, raised.value.step) == (session.run_id, 7)
     assert _run(sqlite_uri, session.run_id).info.status == "KILLED"
+
+
+def test_train_reaches_its_flow_before_torch_loads():
+    """The flow sets the stack's environment (PT_HPU_LAZY_MODE) and hides a broken torchvision before anything
+    imports torch: train's entry, its environment check and the flow module import none of them."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom bridgetower_mlflow.train.environment import read_environment\nread_environment()\n"
+             "import bridgetower_mlflow.train.command, bridgetower_mlflow.train.flow\n"
+             "print(sorted(m for m in ('torch', 'transformers', 'torchvision') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr[-2000:]

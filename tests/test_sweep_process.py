@@ -14,6 +14,7 @@ import threading
 import time
 
 import psutil
+import pytest
 from mlflow import MlflowClient
 
 from bridgetower_mlflow.sweep.process import exit_reason, run_train_process
@@ -66,7 +67,16 @@ def _wait_until_gone(pids, timeout=30):
     return _running(pids)
 
 
-def test_an_interrupt_while_train_runs_stops_train_and_everything_it_started(tmp_path, monkeypatch):
+@pytest.fixture
+def python_sigint():
+    """SIGINT as Python sets it up (KeyboardInterrupt): the test worker's may be another (xdist workers can run
+    with it ignored), and interrupt_main() then does nothing while train hangs its full 600 s."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_an_interrupt_while_train_runs_stops_train_and_everything_it_started(tmp_path, monkeypatch, python_sigint):
     pids_file = tmp_path / "pids"
     monkeypatch.setenv("TREE_PIDS", str(pids_file))
     seen = []

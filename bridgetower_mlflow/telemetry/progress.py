@@ -7,33 +7,15 @@ The interval between progress lines is `BRIDGETOWER_PROGRESS_SECONDS` (default 1
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
-from collections.abc import Mapping
 
 from transformers import TrainerCallback
 
-from ..errors import ConfigError
+from .progress_settings import DEFAULT_PROGRESS_SECONDS, PROGRESS_SECONDS_ENV, progress_seconds  # noqa: F401
 
-PROGRESS_SECONDS_ENV = "BRIDGETOWER_PROGRESS_SECONDS"
-DEFAULT_PROGRESS_SECONDS = 10.0
 # what transformers' speed_metrics adds (train_/eval_ + these): the Trainer's rates, not the project's
 SPEED_SUFFIXES = ("_samples_per_second", "_steps_per_second", "_tokens_per_second")
-
-
-def progress_seconds(environ: Mapping[str, str] = os.environ) -> float:
-    """Seconds between progress lines, from the environment; a bad value is refused (ConfigError)."""
-    text = (environ.get(PROGRESS_SECONDS_ENV) or "").strip()
-    if not text:
-        return DEFAULT_PROGRESS_SECONDS
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ConfigError(PROGRESS_SECONDS_ENV, text, "allowed: seconds, a number >= 0")
-    return seconds
 
 
 def duration(seconds: float) -> str:

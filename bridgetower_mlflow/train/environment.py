@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
+from ..telemetry.progress_settings import progress_seconds
 from ..telemetry.system_metrics_settings import SystemMetricsSettings, system_metrics_settings
 
 FLUSH_TIMEOUT_ENV = "BRIDGETOWER_FLUSH_TIMEOUT"
@@ -24,8 +25,6 @@ class RunEnvironment:
 
 def read_environment(environ: Mapping[str, str] = os.environ) -> RunEnvironment:
     """Every variable the run reads, checked; ConfigError names the first bad one."""
-    from ..telemetry.progress import progress_seconds  # beside the Trainer callback it paces (transformers)
-
     return RunEnvironment(progress_seconds(environ), system_metrics_settings(environ), _flush_timeout(environ))
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NothingTrained
 from ..launch.signals import Stopped
-from ..telemetry.progress import DEFAULT_PROGRESS_SECONDS
+from ..telemetry.progress_settings import DEFAULT_PROGRESS_SECONDS
 from .observe import Observation
 from .output_folder import writes_into
 from .result import Fitted
