@@ -73,7 +73,7 @@ test: lint install-gaudi
 
 # optimum-habana's version check runs `pip list` from PATH; no Hub here (Habana/clip comes from the embedded copy)
 test-gaudi: install-gaudi
-	PATH="$(CURDIR)/$(GAUDI_BIN):$$PATH" HF_HUB_OFFLINE=1 $(GAUDI_BIN)/python -m pytest -q $(GAUDI_TESTS)
+	PATH="$(CURDIR)/$(GAUDI_BIN):$$PATH" HF_HUB_OFFLINE=1 $(GAUDI_BIN)/python -m pytest -q -n 2 --dist loadfile $(GAUDI_TESTS)
 
 test-fast: lint
 	$(BIN)/python -m pytest -q -m "not slow"
