@@ -8,12 +8,12 @@ where the run's checks read it, never a crash when a module is imported.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from .seconds_variable import seconds_variable
 
 ENABLE_VARIABLE = "MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING"
 INTERVAL_VARIABLE = "MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL"
@@ -29,7 +29,7 @@ class SystemMetricsSettings:
 
 def system_metrics_settings(environ: Mapping[str, str] = os.environ) -> SystemMetricsSettings:
     """Read both variables once; ConfigError for a value that is not allowed."""
-    return SystemMetricsSettings(_enabled(environ.get(ENABLE_VARIABLE)), _interval(environ.get(INTERVAL_VARIABLE)))
+    return SystemMetricsSettings(_enabled(environ.get(ENABLE_VARIABLE)), _interval(environ))
 
 
 def _enabled(raw: str | None) -> bool:
@@ -41,14 +41,6 @@ def _enabled(raw: str | None) -> bool:
     return word in TRUE_VALUES
 
 
-def _interval(raw: str | None) -> float:
-    if raw is None or not raw.strip():
-        return DEFAULT_INTERVAL_S
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ConfigError(INTERVAL_VARIABLE, raw, f"allowed: a number of seconds above 0 (unset: "
-                                                  f"{DEFAULT_INTERVAL_S:g})")
-    return seconds
+def _interval(environ: Mapping[str, str]) -> float:
+    return seconds_variable(environ, INTERVAL_VARIABLE, DEFAULT_INTERVAL_S,
+                            f"allowed: a number of seconds above 0 (unset: {DEFAULT_INTERVAL_S:g})")

@@ -3,13 +3,12 @@ naming the variable (exit 2) before any run exists, and nothing later reads the 
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
 from ..telemetry.progress_settings import progress_seconds
+from ..telemetry.seconds_variable import seconds_variable
 from ..telemetry.system_metrics_settings import SystemMetricsSettings, system_metrics_settings
 
 FLUSH_TIMEOUT_ENV = "BRIDGETOWER_FLUSH_TIMEOUT"
@@ -29,14 +28,5 @@ def read_environment(environ: Mapping[str, str] = os.environ) -> RunEnvironment:
 
 
 def _flush_timeout(environ: Mapping[str, str]) -> float:
-    text = (environ.get(FLUSH_TIMEOUT_ENV) or "").strip()
-    if not text:
-        return DEFAULT_FLUSH_TIMEOUT_S
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ConfigError(FLUSH_TIMEOUT_ENV, text, f"allowed: seconds, a number above 0 (unset: "
-                                                   f"{DEFAULT_FLUSH_TIMEOUT_S:g})")
-    return seconds
+    return seconds_variable(environ, FLUSH_TIMEOUT_ENV, DEFAULT_FLUSH_TIMEOUT_S,
+                            f"allowed: seconds, a number above 0 (unset: {DEFAULT_FLUSH_TIMEOUT_S:g})")
