@@ -10,7 +10,6 @@ from mlflow.tracking import MlflowClient
 from bridgetower_mlflow.errors import DiskFull
 from bridgetower_mlflow.tracking.session import RunSession, spill_dir
 
-from conftest import MlflowServer
 from small_disk import fill, small_disks
 
 
@@ -26,11 +25,8 @@ def full_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def server(tmp_path, monkeypatch):
-    server = MlflowServer(f"sqlite:///{tmp_path / 'spill.db'}", tmp_path / "artifacts").start()
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", server.url)
-    yield server
-    server.stop()
+def server(mlflow_server):
+    return mlflow_server  # conftest's real server for this test, MLFLOW_TRACKING_URI pointing at it
 
 
 def test_a_full_spill_disk_costs_nothing_while_the_server_answers(full_cache, server):
