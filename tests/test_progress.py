@@ -82,7 +82,7 @@ def _drive(capsys, steps: int, interval: float, zero: bool = True, step_seconds:
     if monkeypatch is not None:
         monkeypatch.setattr(time, "perf_counter", clock)
 
-    throughput = ThroughputCallback(SimpleNamespace(log_metric=lambda *a: None), lambda: None, samples_per_step=8,
+    throughput = ThroughputCallback(SimpleNamespace(log_metric=lambda *a: None), None, samples_per_step=8,
                                     warmup_steps=1, logging_steps=100)
     progress = ProgressPrinter(throughput, interval)
     state = SimpleNamespace(global_step=0, max_steps=steps, is_world_process_zero=zero)

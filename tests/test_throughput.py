@@ -52,7 +52,7 @@ def _drive(warmup: int, steps: int, start: int = 0):
 
     from bridgetower_mlflow.telemetry.throughput import ThroughputCallback
 
-    callback = ThroughputCallback(_Sink(), lambda: None, samples_per_step=8, warmup_steps=warmup, logging_steps=5)
+    callback = ThroughputCallback(_Sink(), None, samples_per_step=8, warmup_steps=warmup, logging_steps=5)
     state = SimpleNamespace(global_step=start)
     callback.on_train_begin(None, state, None)
     for step in range(start + 1, start + steps + 1):
@@ -104,6 +104,7 @@ def _train_counted(tmp_path, rows: int, batch: int, accumulation: int, max_steps
     """(the callback's result, rows each training forward received in order, batches each optimizer step ran)."""
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
+    from bridgetower_mlflow.telemetry.loader_wait import LoaderMeter
     from bridgetower_mlflow.telemetry.throughput import ThroughputCallback
     from bridgetower_mlflow.train.trainer import build_trainer_class
 
@@ -120,14 +121,13 @@ def _train_counted(tmp_path, rows: int, batch: int, accumulation: int, max_steps
             if state.global_step == stop_at:
                 control.should_training_stop = True
 
-    holder = {}
-    callback = ThroughputCallback(_Sink(), lambda: getattr(holder.get("trainer"), "timed_loader", None),
-                                  samples_per_step=batch * accumulation, warmup_steps=warmup, logging_steps=1000)
+    meter = LoaderMeter()
+    callback = ThroughputCallback(_Sink(), meter, samples_per_step=batch * accumulation, warmup_steps=warmup,
+                                  logging_steps=1000)
     if kept is not None:
         kept.append(callback)
     trainer = build_trainer_class(Trainer)(model=model, args=args, train_dataset=_rows(rows),
-                                           callbacks=[callback, Steps()])
-    holder["trainer"] = trainer
+                                           callbacks=[callback, Steps()], loader_meter=meter)
     trainer.train(resume_from_checkpoint=True if resume else None)
     return callback.result(batch * accumulation), model.rows_seen, per_step
 

@@ -30,6 +30,7 @@ from ..contract import (
 
 if TYPE_CHECKING:
     from .energy import EnergyWindow
+    from .loader_wait import LoaderMeter
 
 log = logging.getLogger(__name__)
 
@@ -51,21 +52,23 @@ class RankThroughput:
 class ThroughputCallback(TrainerCallback):
     """Records step times and the rows the steps ran; logs `step_samples_per_second` and `loss` at each logging step.
 
-    Rows are counted by the train loader as it hands batches to the step loop (`delivered`); a callback driven
-    without a loader (unit tests) counts `samples_per_step` a step. The window is wall time from the end of
-    the last warmup step to the end of training: evaluations and checkpoint saves inside it are timed too.
+    Rows are counted by the train loader as it hands batches to the step loop (read through `meter`); a callback
+    driven without a loader (unit tests: no meter, or none attached) counts `samples_per_step` a step. The window
+    is wall time from the end of the last warmup step to the end of training: evaluations and checkpoint saves
+    inside it are timed too.
     """
 
-    def __init__(self, sink, timed_loader_ref, samples_per_step: int, warmup_steps: int,
+    def __init__(self, sink, meter: LoaderMeter | None, samples_per_step: int, warmup_steps: int,
                  logging_steps: int, window: EnergyWindow | None = None):
         self.sink = sink
-        self.loader_ref = timed_loader_ref  # callable -> TimedLoader (created lazily by the trainer)
+        self.meter = meter  # the train loader's figures, once the Trainer has built it
         self.samples_per_step = samples_per_step  # nominal, all ranks: batch x world x accumulation
         self.warmup_steps = warmup_steps
         self.logging_steps = logging_steps
         self.start_step = 0
         self.world = 1
         self.t_begin = self.t_warm = self.t_end = None
+        self.final_step: int | None = None  # the global step at the end of training
         self.wait_warm = 0.0
         self.samples_warm = self.samples_end = 0
         self.eval_seconds = self.save_seconds = 0.0
@@ -75,15 +78,16 @@ class ThroughputCallback(TrainerCallback):
 
     def wait_seconds(self) -> float:
         """Seconds the training loop has waited for batches so far."""
-        loader = self.loader_ref()
-        return loader.wait_seconds if loader is not None else 0.0
+        return self.meter.wait_seconds if self.meter is not None else 0.0
 
     def _rows(self, step: int) -> int:
         """This rank's rows handed to the step loop so far (at `step`)."""
-        loader = self.loader_ref()
-        if loader is not None:
-            return loader.delivered.samples
+        if self._loader_counts():
+            return self.meter.rows
         return (step - self.start_step) * (self.samples_per_step // self.world)
+
+    def _loader_counts(self) -> bool:
+        return self.meter is not None and self.meter.attached
 
     def steady_rate(self, now: float, step: int) -> float | None:
         """Samples/s of the whole job over the window up to `now` (at `step`); None before a step past the warmup.
@@ -152,9 +156,8 @@ class ThroughputCallback(TrainerCallback):
         self._mark = now
 
     def on_train_end(self, args, state, control, **kwargs):
-        loader = self.loader_ref()
-        if loader is not None:  # workers still held mid-epoch go inside the window, as on every Trainer
-            loader.close()
+        if self.meter is not None:  # workers still held mid-epoch go inside the window, as on every Trainer
+            self.meter.close()
         self.t_end = time.perf_counter()
         self.final_step = state.global_step
         self.samples_end = self._rows(state.global_step)
@@ -165,13 +168,15 @@ class ThroughputCallback(TrainerCallback):
         """This rank's window (steps 0 when a resumed run had no step left past the warmup).
 
         `per_rank_samples_per_step` counts the rows only where no loader did (the callback driven alone)."""
+        if self.final_step is None or self.t_begin is None or self.t_end is None:
+            raise RuntimeError("the throughput window is read before training ended (on_train_end)")
         steps = self.final_step - self.start_step - self.warmup_steps
         total_wait = self.wait_seconds()
         if self.t_warm is None or steps <= 0:
             return RankThroughput(steps=0, samples=0, seconds=0.0, wait_seconds=0.0,
                                   total_seconds=self.t_end - self.t_begin, total_wait_seconds=total_wait)
         samples = self.samples_end - self.samples_warm
-        if self.loader_ref() is None and per_rank_samples_per_step is not None:
+        if not self._loader_counts() and per_rank_samples_per_step is not None:
             samples = steps * per_rank_samples_per_step
         return RankThroughput(
             steps=steps, samples=samples, seconds=self.t_end - self.t_warm,

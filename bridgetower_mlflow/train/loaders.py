@@ -14,18 +14,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..telemetry.loader_wait import BatchCount, TimedLoader
+from ..telemetry.loader_wait import BatchCount, LoaderMeter, TimedLoader
 
 
 class ResumingLoader:
     """Wraps an accelerate DataLoaderShard or a device loader; forwards everything else to it."""
 
-    def __init__(self, loader: Any, trainer: Any, length: int | None = None) -> None:
+    def __init__(self, loader: Any, trainer: Any, length: int | None = None, meter: LoaderMeter | None = None) -> None:
         self._loader, self._trainer = loader, trainer  # the trainer's state is replaced when it loads a checkpoint
         self._length = length if length is not None else len(loader)
         self._resume_checked = False
         self.delivered = BatchCount()
         self.timed = self._time_host_side(loader, self.delivered)
+        if meter is not None:  # the throughput callback reads this loader's figures through it
+            meter.attach(self.timed)
 
     @staticmethod
     def _time_host_side(loader: Any, delivered: BatchCount) -> TimedLoader:

@@ -6,7 +6,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..data.cpu_images import normalize_batch
-from ..telemetry.loader_wait import TimedLoader
+from ..telemetry.loader_wait import LoaderMeter, TimedLoader
 from .loaders import ResumingLoader
 from .step_marks import with_step_marks
 
@@ -32,22 +32,20 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
         train_loader: ResumingLoader | None = None
 
         def __init__(self, *args: Any, device_loader: DeviceLoader | None = None, image: ImageSpec | None = None,
-                     step_timing: StepTimingCallback | None = None, **kwargs: Any) -> None:
+                     step_timing: StepTimingCallback | None = None, loader_meter: LoaderMeter | None = None,
+                     **kwargs: Any) -> None:
             self.device_loader = device_loader  # when decoding on the device
+            self.loader_meter = loader_meter  # the train loader attaches itself here (the throughput callback reads it)
             self.image = image  # the model's input: mean and std of the device-side normalize
             self.step_timing = step_timing  # the phase breakdown's marks (the step-marks layer reads it)
             super().__init__(*args, **kwargs)
-
-        @property
-        def timed_loader(self) -> TimedLoader | None:
-            return self.train_loader.timed if self.train_loader is not None else None
 
         def get_train_dataloader(self) -> ResumingLoader:
             if self.device_loader is not None:
                 loader, length = self.device_loader.loader, self.device_loader.length
             else:
                 loader, length = super().get_train_dataloader(), None
-            self.train_loader = ResumingLoader(loader, self, length)
+            self.train_loader = ResumingLoader(loader, self, length, self.loader_meter)
             return self.train_loader
 
         def _run_epoch(self, *args: Any, **kwargs: Any) -> Any:
@@ -96,8 +94,8 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
     cls = build_trainer_class(prepared.recipe.trainer_class)
     args = prepared.args
     world = max(1, args.world_size)
-    holder: dict[str, Any] = {}
-    throughput = ThroughputCallback(sink, lambda: getattr(holder.get("trainer"), "timed_loader", None),
+    meter = LoaderMeter()  # built before the Trainer, which builds the train loader later and attaches it here
+    throughput = ThroughputCallback(sink, meter,
                                     args.per_device_train_batch_size * world * args.gradient_accumulation_steps,
                                     config.throughput_warmup_steps, int(args.logging_steps), energy)
     timing = StepTimingCallback(sink, _phase_timing(prepared), throughput.wait_seconds,
@@ -106,13 +104,13 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
     durable = _persist_on_save(sink)
     trainer = cls(model=prepared.loaded.model, args=args, train_dataset=prepared.data.train,
                   device_loader=prepared.device_loader, image=prepared.loaded.image, step_timing=timing,
+                  loader_meter=meter,
                   eval_dataset=prepared.data.validation, data_collator=collate_batch,
                   callbacks=[timing, throughput, ProgressPrinter(throughput, progress_s), durable,
                              *checkpoint_callbacks(config, sink),
                              *prepared.recipe.callbacks],
                   compute_metrics=retrieval_metrics_fn(captions), preprocess_logits_for_metrics=keep_embeddings,
                   **prepared.recipe.trainer_kwargs)
-    holder["trainer"] = trainer
     _console_without_trainer_speeds(trainer)
     return trainer, throughput
 
