@@ -14,7 +14,7 @@ from bridgetower_mlflow.errors import ConfigError
 from bridgetower_mlflow.launch.ranks import RankInfo
 from bridgetower_mlflow.launch.signals import Stopped
 from bridgetower_mlflow.tracking.session import RunSession
-from bridgetower_mlflow.train.observe import Observed
+from bridgetower_mlflow.train.result import Measured
 from bridgetower_mlflow.train.run import NullRun, TrackedRun
 
 ONE_RANK = RankInfo(0, 0, 1)
@@ -62,8 +62,7 @@ def test_a_rank_without_a_run_ends_with_its_own_numbers_and_logs_nothing():
     metrics = {"train_samples_per_second": 12.5}
     run = NullRun("abc")
     run.fail(RuntimeError("ignored: rank 0 ends the run"))
-    result = run.close(SimpleNamespace(), SimpleNamespace(), SimpleNamespace(observed=Observed(whole_job=True)),
-                       metrics, ONE_RANK)
+    result = run.close(SimpleNamespace(), SimpleNamespace(), SimpleNamespace(), Measured(metrics), ONE_RANK)
     assert (result.run_id, result.metrics) == ("abc", {"train_samples_per_second": 12.5})
 
 

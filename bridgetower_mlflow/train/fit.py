@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from ..errors import NothingTrained
 from ..launch.signals import Stopped
 from ..telemetry.progress_settings import DEFAULT_PROGRESS_SECONDS
-from .observe import Observation
 from .output_folder import writes_into
 from .result import Fitted
 from .resume import checkpoint_to_resume
@@ -19,6 +17,7 @@ from .trainer import build_trainer
 if TYPE_CHECKING:
     from ..config import TrainConfig
     from ..launch.ranks import RankInfo
+    from ..telemetry.energy import EnergyWindow
     from ..telemetry.step_timing import StepTimingCallback
     from ..tracking.session import RunSession
     from .prepare import Prepared
@@ -28,13 +27,12 @@ log = logging.getLogger(__name__)
 
 
 def fit(config: TrainConfig, prepared: Prepared, run: TrackedRun | NullRun, ranks: RankInfo,
-        progress_s: float = DEFAULT_PROGRESS_SECONDS) -> Fitted:
-    """Train `prepared` to its end (or from its checkpoint on a resume); metrics go to the run's sink."""
-    observation = Observation(prepared, run.session, ranks)
+        progress_s: float = DEFAULT_PROGRESS_SECONDS, energy: EnergyWindow | None = None) -> Fitted:
+    """Train `prepared` to its end (or from its checkpoint on a resume); metrics go to the run's sink, and
+    `energy` (the observation's window, where there is one) is read at the throughput window's two instants."""
     trainer = None
     try:
-        # energy is read at the throughput window's two instants
-        trainer, throughput = build_trainer(config, prepared, run.sink, progress_s, observation.window)
+        trainer, throughput = build_trainer(config, prepared, run.sink, progress_s, energy)
         checkpoint = checkpoint_to_resume(config, str(prepared.args.output_dir))
         if checkpoint:
             log.info("resuming run %s from %s", run.run_id, checkpoint)
@@ -42,26 +40,20 @@ def fit(config: TrainConfig, prepared: Prepared, run: TrackedRun | NullRun, rank
             output = trainer.train(resume_from_checkpoint=checkpoint)
     except Stopped as exc:
         raise exc.at(step=trainer.state.global_step if trainer is not None else None) from None
-    finally:
-        observed = observation.stop()
-    timing: StepTimingCallback | None = trainer.step_timing
-    if timing is not None:
-        observed = dataclasses.replace(observed, phases=timing.report())
     if trainer.state.global_step == 0:
         raise _nothing_trained(prepared.args, len(prepared.data.train))
-    if timing is not None and run.session is not None:
-        _log_profile(timing, Path(str(prepared.args.output_dir)), run.session)
     if config.resume:
         run.resumed_from(throughput.start_step)  # the checkpoint it continued from
-    return Fitted(trainer, throughput, output, observed)
+    return Fitted(trainer, throughput, output)
 
 
-def _log_profile(timing: StepTimingCallback, output_dir: Path, session: RunSession) -> None:
+def log_profile(fitted: Fitted, output_dir: Path, session: RunSession | None) -> None:
     """The profiler window's trace and top-ops table under the run's profile/ artifacts (fails soft)."""
     from ..contract import PROFILE_ARTIFACT_DIR, PROFILE_TOP_OPS_FILE
 
-    profiler = timing.profiler
-    if profiler is None:
+    timing: StepTimingCallback | None = fitted.trainer.step_timing
+    profiler = timing.profiler if timing is not None else None
+    if profiler is None or session is None:
         return
     try:
         exported = profiler.export(output_dir / PROFILE_ARTIFACT_DIR)

@@ -1,4 +1,5 @@
-"""The whole `train` flow on one screen: ranks and checks -> prepare -> open_run -> fit -> measure -> close."""
+"""The whole `train` flow on one screen: ranks and checks -> prepare -> open_run -> observing(fit) -> measure ->
+close."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from ..contract import SWEEP_CELL_ENV
 from ..launch.ranks import RankInfo, needs_launch
 from ..launch.self_launch import was_self_launched
 from .environment import RunEnvironment, read_environment
-from .fit import fit
+from .fit import fit, log_profile
 from .launcher import launch_tracked
 from .measure import measure
+from .observe import observing
 from .output_folder import check_writable, holding
 from .prepare import prepare
 from .result import TrainResult
@@ -58,6 +60,8 @@ def _train(config: TrainConfig, ranks: RankInfo, tracked: bool, environment: Run
     run = open_run(config, prepared, ranks, tracked, environment.flush_timeout_s)
     prepared = prepared.in_run_folder(Path(config.output_dir) / (run.run_id or "run"))  # checkpoints go there
     with run_lifecycle(run):
-        fitted = fit(config, prepared, run, ranks, environment.progress_seconds)
-        metrics = measure(config, prepared, fitted, ranks)
-        return run.close(config, prepared, fitted, metrics, ranks)
+        with observing(prepared, run.session, ranks) as observation:  # stopped as training ends
+            fitted = fit(config, prepared, run, ranks, environment.progress_seconds, observation.window)
+        log_profile(fitted, Path(str(prepared.args.output_dir)), run.session)
+        measured = measure(config, prepared, fitted, observation.observed(), ranks, run.session is not None)
+        return run.close(config, prepared, fitted, measured, ranks)

@@ -1,4 +1,5 @@
-"""Measure: every figure the ranks combine (each all_gather of a run happens here), then evaluation."""
+"""Measure: every figure the ranks combine (each all_gather of a run happens here), the evaluation, and on a
+tracked run the findings (what the figures mean): close only writes what this returns."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..config import TrainConfig
     from ..launch.ranks import RankInfo
+    from .observe import Observed
     from .prepare import Prepared
     from .result import Fitted
 
+import dataclasses
 import logging
 
 from ..contract import (
@@ -22,16 +25,33 @@ from ..contract import (
 from ..launch.collectives import all_gather_objects
 from ..telemetry.phase_window import RankPhases, leave_out, slowest, window_figures
 from .evaluate import evaluate
+from .findings import findings
+from .observe import gather_nodes
+from .result import Measured
 
 log = logging.getLogger(__name__)
 
 
-def measure(config: TrainConfig, prepared: Prepared, fitted: Fitted, ranks: RankInfo) -> dict[str, Any]:
-    """Steady-state figures of every rank combined, the evaluation, and the device's peak memory.
+def measure(config: TrainConfig, prepared: Prepared, fitted: Fitted, observed: Observed, ranks: RankInfo,
+            with_findings: bool = True) -> Measured:
+    """Steady-state figures of every rank combined, the evaluation, the device's peak memory, every node's
+    worker series summed, and (`with_findings`: rank 0 of a tracked run) the findings over what was `observed`.
 
     The Trainer's own samples/s follows another rule per accelerator (GaudiTrainer leaves warmup out,
     Trainer does not): it is not logged.
     """
+    metrics = _figures(config, prepared, fitted, ranks)
+    observed, node_series = gather_nodes(observed, ranks)  # after the evaluation, on every rank alike
+    if not with_findings:
+        return Measured(metrics, {}, node_series)
+    timing = fitted.trainer.step_timing
+    if timing is not None:  # how this rank timed the step's phases (every rank times them alike)
+        observed = dataclasses.replace(observed, phases=timing.report())
+    found, tags = findings(config, prepared, metrics, observed)
+    return Measured({**metrics, **found}, tags, node_series)
+
+
+def _figures(config: TrainConfig, prepared: Prepared, fitted: Fitted, ranks: RankInfo) -> dict[str, Any]:
     from ..telemetry.throughput import combine_ranks
 
     args = prepared.args

@@ -6,13 +6,16 @@ Rank 0 monitors its node; where the job spans several nodes, each other node's f
 host too and writes `system/node_<n>/...` into the same run through its own MetricBuffer (spilled and
 replayed like rank 0's): no rank waits on another while it trains, and an outage of the tracking server
 or of a slow node costs no other node anything. The job-wide data-loader worker series are summed over
-the nodes once, at the end, in the main thread (combine_nodes: one all_gather)."""
+the nodes once, at the end, in the main thread (gather_nodes, called by measure: one all_gather); rank 0's
+close logs the sum."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
@@ -27,7 +30,6 @@ if TYPE_CHECKING:
     from ..telemetry.monitor import SystemMonitor
     from ..telemetry.step_timing import PhaseReport
     from ..tracking.metric_buffer import MetricBuffer
-    from ..tracking.null_sink import NullSink
     from ..tracking.session import RunSession
     from .prepare import Prepared
 
@@ -73,9 +75,19 @@ class Observed:
     phases: PhaseReport | None = None  # how this rank timed the step's phases (every rank times them alike)
 
 
+@contextlib.contextmanager
+def observing(prepared: Prepared, session: RunSession | None, ranks: RankInfo) -> Iterator[Observation]:
+    """The observation while its block trains; stopped however the block ends (`observed()` then reads it)."""
+    observation = Observation(prepared, session, ranks)
+    try:
+        yield observation
+    finally:
+        observation.stop()
+
+
 class Observation:
     """Started before training on every rank (a collective: each learns its node's ranks); rank 0 and each other
-    node's first rank monitor their host. `stop` returns what was observed."""
+    node's first rank monitor their host. `stop` returns what was observed (and keeps it for `observed`)."""
 
     def __init__(self, prepared: Prepared, session: RunSession | None, ranks: RankInfo) -> None:
         self.whole_job = ranks.whole_job_here
@@ -97,8 +109,17 @@ class Observation:
             if self._node_sink:
                 self.monitor = start_node_monitor(self._node_sink[0], ranks.node_rank, pids, peers[0].first_step)
         self.node = ranks.node_rank
+        self._observed: Observed | None = None
+
+    def observed(self) -> Observed:
+        """What `stop` read."""
+        if self._observed is None:
+            raise RuntimeError("the observation is read before it stopped")
+        return self._observed
 
     def stop(self) -> Observed:
+        if self._observed is not None:
+            return self._observed
         if self.monitor:
             self.monitor.stop()
         if self._node_sink:
@@ -113,25 +134,30 @@ class Observation:
         if self.window:
             joules = self.window.joules()  # sets the window's note when it has none
             found = dataclasses.replace(found, energy_joules=joules, energy_note=self.window.note)
+        self._observed = found
         return found
 
 
-def combine_nodes(observed: Observed, ranks: RankInfo, sink: MetricBuffer | NullSink) -> Observed:
-    """Where several nodes ran the job: every node's worker series summed by step, logged as the job's
-    `system/dataloader_workers_*` through rank 0's `sink` (other ranks pass a null one), and the advice's
-    worker CPU and cores over the whole job. A collective: every rank calls it, in the main thread."""
+def gather_nodes(observed: Observed, ranks: RankInfo) -> tuple[Observed, tuple[Sample, ...]]:
+    """Where several nodes ran the job: (the advice's worker CPU and cores over the whole job, every node's
+    worker series summed by step, for rank 0 to log as the job's `system/dataloader_workers_*`). A collective:
+    every rank calls it, in the main thread."""
     if observed.whole_job or ranks.world_size == 1:
-        return observed
+        return observed, ()
     reports = [report for report in all_gather_objects(observed.node_report, ranks) if report is not None]
     if not reports:
-        return observed
-    summed = sum_by_step([report.samples for report in reports])
-    for step, timestamp, values in summed:
-        for name, value in values.items():
-            sink.log_metric(SYSTEM_PREFIX + name, value, step, timestamp)
+        return observed, ()
+    summed = tuple(sum_by_step([report.samples for report in reports]))
     cpu = [values[WORKERS_CPU] for _, _, values in summed if WORKERS_CPU in values]
     return dataclasses.replace(observed, workers_cpu_percent=sum(cpu) / len(cpu) if cpu else None,
-                               host_cores=sum(report.cores for report in reports))
+                               host_cores=sum(report.cores for report in reports)), summed
+
+
+def system_series(summed: tuple[Sample, ...]) -> Iterator[tuple[str, float, int, int]]:
+    """(key, value, step, ms) of the summed worker series, under `system/`."""
+    for step, timestamp, values in summed:
+        for name, value in values.items():
+            yield SYSTEM_PREFIX + name, value, step, timestamp
 
 
 def _node_sink(run_id: str, node: int) -> tuple[MetricBuffer, TextIO] | None:

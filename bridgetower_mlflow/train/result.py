@@ -1,4 +1,5 @@
-"""What the phases hand on: Fitted (fit -> measure and close), and TrainResult, what `train` returns."""
+"""What the phases hand on: Fitted (fit -> measure and close), Measured (measure -> close), and TrainResult, what
+`train` returns."""
 
 from __future__ import annotations
 
@@ -7,17 +8,26 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..telemetry.throughput import ThroughputCallback
-    from .observe import Observed
+    from .observe import Sample
 
 
 @dataclass(frozen=True)
 class Fitted:
-    """What training left: the trainer, its throughput record, the Trainer's output, what rank 0 observed."""
+    """What training left: the trainer, its throughput record, the Trainer's output."""
 
     trainer: Any  # the recipe's Trainer subclass (trainer.build_trainer_class)
     throughput: ThroughputCallback
     output: Any  # transformers.TrainOutput
-    observed: Observed
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Every final figure (the findings' too, on a tracked run), the findings' tags, and where several nodes ran
+    the job their data-loader worker series summed by step: close only writes them."""
+
+    metrics: dict[str, Any]
+    tags: dict[str, str] = field(default_factory=dict)
+    node_series: tuple[Sample, ...] = ()
 
 
 @dataclass

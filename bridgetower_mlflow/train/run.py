@@ -32,8 +32,7 @@ from ..redact import first_line
 from ..tracking.null_sink import NullSink
 from .checkpoint_upload import settle_uploads
 from .environment import DEFAULT_FLUSH_TIMEOUT_S
-from .findings import findings
-from .observe import combine_nodes
+from .observe import system_series
 from .output_folder import writes_into
 from .record import describe, run_name, start_tags, train_params
 from .result import TrainResult
@@ -44,7 +43,7 @@ if TYPE_CHECKING:
     from ..launch.ranks import RankInfo
     from ..tracking.session import RunSession
     from .prepare import Prepared
-    from .result import Fitted
+    from .result import Fitted, Measured
 
 log = logging.getLogger(__name__)
 STOP_FLUSH_TIMEOUT = 10.0  # inside Kubernetes' 30 s grace; what is not sent by then is in the spill file
@@ -119,11 +118,10 @@ class NullRun:
     def resumed_from(self, step: int) -> None:
         pass
 
-    def close(self, config: TrainConfig, prepared: Prepared, fitted: Fitted, metrics: dict[str, float],
+    def close(self, config: TrainConfig, prepared: Prepared, fitted: Fitted, measured: Measured,
               ranks: RankInfo) -> TrainResult:
-        combine_nodes(fitted.observed, ranks, self.sink)  # this node's worker series, for rank 0's sum
         barrier(ranks)
-        return TrainResult(self.run_id, metrics)
+        return TrainResult(self.run_id, measured.metrics)
 
     def fail(self, exc: BaseException) -> None:
         pass
@@ -165,15 +163,16 @@ class TrackedRun:
     def resumed_from(self, step: int) -> None:
         self.session.set_tags({RESUMED_FROM_TAG: str(step)})
 
-    def close(self, config: TrainConfig, prepared: Prepared, fitted: Fitted, metrics: dict[str, float],
+    def close(self, config: TrainConfig, prepared: Prepared, fitted: Fitted, measured: Measured,
               ranks: RankInfo) -> TrainResult:
-        """The second visit: findings, final metrics, tags, description, the model, FINISHED."""
-        observed = combine_nodes(fitted.observed, ranks, self.sink)  # every node's workers, summed
-        found, tags = findings(config, prepared, metrics, observed)
-        metrics = {**metrics, **found}
-        self.session.set_tags(tags)
+        """The second visit, which only writes: every node's worker series, the final metrics, the findings' tags,
+        the description, the model, FINISHED."""
+        for key, value, step, timestamp in system_series(measured.node_series):
+            self.sink.log_metric(key, value, step, timestamp)
+        metrics = measured.metrics
+        self.session.set_tags(measured.tags)
         settle_uploads(self.run_id, self.flush_timeout_s)  # the last checkpoint whole on the server, then the end
-        version = self._record(config, prepared, fitted.trainer, metrics, tags[ADVICE_TAG])
+        version = self._record(config, prepared, fitted.trainer, metrics, measured.tags[ADVICE_TAG])
         barrier(ranks)
         left = self.session.finish("FINISHED", self.flush_timeout_s)
         self._settle_project_run("FINISHED")
