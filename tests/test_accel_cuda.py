@@ -189,7 +189,7 @@ def test_collate_reads_bytes_and_paths(tmp_path):
 
 def test_device_decode_without_torchvision_says_so(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torchvision", None)  # import fails as if not installed
-    monkeypatch.setattr("bridgetower_mlflow.accelerators.detection.BROKEN_MODULES", {})
+    monkeypatch.setattr("bridgetower_mlflow.accelerators.installed.BROKEN_MODULES", {})
     with pytest.raises(DeviceDecodeUnavailable) as error:
         CudaAccelerator("cuda").device_decode_loader(decode_request(make_jpeg_dataset(tmp_path)))
     assert str(error.value) == ("torchvision is not usable (ModuleNotFoundError: import of torchvision halted; None "
@@ -398,7 +398,7 @@ def test_real_nvjpeg_loader_matches_cpu_reference(tmp_path):
 
 
 def test_cuda_adapter_reports_its_loader_name():
-    assert CudaAccelerator("cuda").device_loader == "nvjpeg"
+    assert CudaAccelerator("cuda").device_decode_loader_name == "nvjpeg"
 
 
 def _install_torchvision_decode(monkeypatch, calls):
@@ -565,12 +565,12 @@ def broken_torchvision(folder):
 def test_a_broken_torchvision_makes_device_decode_unavailable_with_its_reason(monkeypatch, tmp_path):
     import importlib.util
 
-    from bridgetower_mlflow.accelerators import detection
+    from bridgetower_mlflow.accelerators import installed
 
     monkeypatch.syspath_prepend(str(broken_torchvision(tmp_path)))
-    monkeypatch.setattr(detection, "BROKEN_MODULES", {})
+    monkeypatch.setattr(installed, "BROKEN_MODULES", {})
     monkeypatch.delitem(sys.modules, "torchvision", raising=False)
-    reason = detection.hide_if_broken("torchvision")
+    reason = installed.hide_if_broken("torchvision")
     try:
         assert reason.startswith("RuntimeError: Detected that PyTorch and torchvision were compiled")
         assert importlib.util.find_spec("torchvision") is None  # transformers now sees no torchvision

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bridgetower_mlflow.accelerators.detection import module_present
 from bridgetower_mlflow.accelerators.gaudi import detect as gaudi_detect
 from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator
 from bridgetower_mlflow.accelerators.gaudi.arguments import (
@@ -22,6 +21,7 @@ from bridgetower_mlflow.accelerators.gaudi.arguments import (
     mpirun_command,
     parse_lscpu,
 )
+from bridgetower_mlflow.accelerators.installed import module_present
 from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError
 
 from fakes import (

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bridgetower_mlflow.accelerators.detection import package_version
 from bridgetower_mlflow.accelerators.gaudi import detect as gaudi_detect
 from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator
 from bridgetower_mlflow.accelerators.gaudi.arguments import NATIVE_PATH, OPTIMUM_PATH
+from bridgetower_mlflow.accelerators.installed import package_version
 from bridgetower_mlflow.errors import AcceleratorUnavailable
 
 from fakes import install_habana

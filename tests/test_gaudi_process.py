@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bridgetower_mlflow.accelerators.detection import package_version
+from bridgetower_mlflow.accelerators.installed import package_version
 
 from conftest import run_cli
 from fakes import BRIDGE

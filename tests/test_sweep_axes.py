@@ -2,7 +2,7 @@
 
 import pytest
 
-from bridgetower_mlflow.accelerators.detection import package_version
+from bridgetower_mlflow.accelerators.installed import package_version
 from bridgetower_mlflow.accelerators.registry import get_accelerator
 from bridgetower_mlflow.errors import ConfigError
 from bridgetower_mlflow.sweep.child import start_line

@@ -173,7 +173,7 @@ class PhaseTiming:
 class Accelerator(ABC):
     """One adapter per family; `requested` is the user's accel value (h100, gaudi2, cuda...)."""
 
-    device_loader: str | None = None  # the data_loader name of this family's device decode, if any
+    device_decode_loader_name: str | None = None  # the data_loader tag of this family's device decode, if any
     distribution_strategies: tuple[str, ...] = ("ddp",)  # what recipe() can accept (it checks the installed stack)
 
     def __init__(self, requested: str):

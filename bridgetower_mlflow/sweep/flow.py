@@ -81,8 +81,8 @@ def plan_sweep(options: SweepOptions) -> SweepPlan:
     on_cpu = family(accel) == CPU_FAMILY
     local = str(options.backend).strip().lower() == "local"  # Ray's nodes, not this host, hold the devices
     limit, why = device_capacity(adapter, on_cpu, axes.devices) if local else (None, "")
-    plan = plan_cells(accel, axes, Capabilities(adapter.device_loader is not None, adapter_strategies(adapter),
-                                                limit, why))
+    decodes = adapter.device_decode_loader_name is not None
+    plan = plan_cells(accel, axes, Capabilities(decodes, adapter_strategies(adapter), limit, why))
     note = cpu_devices_note(accel, axes.devices) if on_cpu else ""
     return SweepPlan(plan.cells, plan.notes + ([note] if note else []))
 

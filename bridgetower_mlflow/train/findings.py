@@ -115,7 +115,7 @@ def findings(config: TrainConfig, prepared: Prepared, metrics: dict[str, float],
         wait_fraction=metrics.get(WAIT_METRIC, 0.0), workers=config.dataloader_num_workers,
         workers_cpu_percent=observed.workers_cpu_percent, host_cores=observed.host_cores or os.cpu_count() or 1,
         device_utilization=observed.device_utilization,
-        device_decode_possible=bool(prepared.adapter.device_loader) and prepared.device_loader is None,
+        device_decode_possible=bool(prepared.adapter.device_decode_loader_name) and prepared.device_loader is None,
         verdict=verdict, batch_size=config.per_device_train_batch_size,
         hpu_graphs_possible=getattr(prepared.args, "use_hpu_graphs_for_training", None) is False,
         fast_ddp_possible=("fast_ddp" in prepared.adapter.distribution_strategies and config.devices > 1

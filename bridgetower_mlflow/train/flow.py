@@ -12,7 +12,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from ..accelerators.detection import hide_if_broken
+from ..accelerators.installed import hide_if_broken
 from ..accelerators.registry import get_accelerator
 from ..contract import SWEEP_CELL_ENV
 from ..launch.ranks import RankInfo, needs_launch

@@ -7,15 +7,16 @@ import logging
 from ...contract import NVJPEG_LOADER, SM_COUNT_TAG
 from ...errors import AcceleratorUnavailable
 from ..base import Accelerator, DecodeRequest, DeviceInfo, EventClock, PhaseTiming, RecipeSettings, TrainingRecipe
-from ..detection import allowed_here, check_count, check_label, module_present, package_version
 from ..hf_args import merged_kwargs
+from ..installed import module_present, package_version
+from ..request_checks import allowed_here, check_count, check_label
 from .arguments import cuda_training_kwargs, nvidia_label
 
 logger = logging.getLogger(__name__)
 
 
 class CudaAccelerator(Accelerator):
-    device_loader = NVJPEG_LOADER
+    device_decode_loader_name = NVJPEG_LOADER
 
     def detect(self, devices_here: int, world_size: int, launcher: bool = False) -> DeviceInfo:
         import torch

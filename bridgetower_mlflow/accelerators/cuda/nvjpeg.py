@@ -19,7 +19,7 @@ from ...data.device_decode.batch_plan import RankBatchPlan
 from ...data.device_decode.image_ops import DeviceImageOps
 from ...data.device_decode.sources import JpegBytesCollate, find_image_column, plain_dataset, read_bytes, require_jpeg
 from ...errors import DataError, DeviceDecodeUnavailable
-from .. import detection
+from .. import installed
 from ..base import DecodeRequest, DeviceLoader
 
 log = logging.getLogger(__name__)
@@ -137,7 +137,7 @@ def check_nvjpeg_ready(device) -> None:
         from torchvision.io import decode_jpeg
     except Exception as exc:  # noqa: BLE001 - a CUDA-major mismatch is a RuntimeError at import
         first = (str(exc).splitlines() or [""])[0][:200]
-        why = detection.BROKEN_MODULES.get("torchvision") or f"{type(exc).__name__}: {first}"
+        why = installed.BROKEN_MODULES.get("torchvision") or f"{type(exc).__name__}: {first}"
         raise DeviceDecodeUnavailable(f"torchvision is not usable ({why}); install the torchvision of your "
                                       "torch's release line (pip install '.[cuda]')") from None
     import torch

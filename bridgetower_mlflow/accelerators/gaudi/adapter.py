@@ -25,8 +25,9 @@ from ..base import (
     RecipeSettings,
     TrainingRecipe,
 )
-from ..detection import check_count, check_label, package_version
 from ..hf_args import hf_args_overrides, merged_kwargs, shared_kwargs
+from ..installed import package_version
+from ..request_checks import check_count, check_label
 from .arguments import (
     DEFAULT_GAUDI_CONFIG_NAME,
     HABANA_CLIP_CONFIG,
@@ -76,7 +77,7 @@ def resolve_gaudi_config_name(name: str, output_dir: str) -> str:
 
 
 class GaudiAccelerator(Accelerator):
-    device_loader = MEDIAPIPE_LOADER
+    device_decode_loader_name = MEDIAPIPE_LOADER
 
     @property
     def distribution_strategies(self) -> tuple[str, ...]:  # type: ignore[override]

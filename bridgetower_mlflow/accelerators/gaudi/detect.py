@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import AcceleratorUnavailable
-from ..detection import HABANA_TORCH, allowed_here, module_present, package_version
+from ..installed import HABANA_TORCH, module_present, package_version
+from ..request_checks import allowed_here
 from .arguments import PATH_ENV, choose_gaudi_path
 
 DEV_DIR_ENV = "BRIDGETOWER_DEV_DIR"  # where Gaudi device nodes are looked for (default /dev; tests fake them)

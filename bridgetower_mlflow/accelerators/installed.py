@@ -1,4 +1,4 @@
-"""Shared detection helpers: package versions, label and count checks, "allowed here"."""
+"""What software is installed, checked without importing it; a module that fails at import hidden as absent."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ import importlib.util
 import logging
 import sys
 
-from ..errors import AcceleratorUnavailable
-
 log = logging.getLogger(__name__)
 HABANA_TORCH = "habana_frameworks.torch"  # Habana's PyTorch bridge (mediapipe shares the namespace)
-BROKEN_MODULES: dict[str, str] = {}  # installed but failing at import: name -> why
+BROKEN_MODULES: dict[str, str] = {}  # installed but failing at import: name -> why (sys.modules only says None)
 
 
 def package_version(name: str) -> str | None:
@@ -52,36 +50,3 @@ def hide_if_broken(name: str) -> str | None:
         log.warning("%s is installed but fails to import (%s); runs that need it (device decode) will say so, "
                     "the others go on without it", name, reason)
         return reason
-
-
-def allowed_here() -> str:
-    """What `accel` values could work on this machine, for error messages (cheap checks only)."""
-    allowed = ["cpu"]
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            allowed.append("cuda")
-    except ImportError:
-        pass
-    if module_present(HABANA_TORCH):
-        allowed.append("gaudi")
-    return ", ".join(allowed)
-
-
-def check_label(requested: str, detected: str, device_name: str, family: str) -> str:
-    """The canonical kind: `family` (cuda, gaudi) takes the detected label; a model name must match."""
-    if requested in (family, detected):
-        return detected
-    raise AcceleratorUnavailable(
-        f"accel: {requested} requested but the detected device is {device_name!r} ({detected}); "
-        f"allowed here: {detected} or {family}"
-    )
-
-
-def check_count(requested: str, needed: int, found: int, what: str) -> None:
-    if found < needed:
-        raise AcceleratorUnavailable(
-            f"devices: invalid value {needed} for accel={requested}; {found} {what} visible here, "
-            f"allowed: 1..{max(found, 1)}"
-        )
