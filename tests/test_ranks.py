@@ -37,3 +37,38 @@ def test_devices_here_and_launch_decision():
     assert (alone.devices_here(2), alone.job_size(2), needs_launch(2, alone)) == (2, 2, True)
     assert (ranked.devices_here(8), ranked.job_size(8), needs_launch(8, ranked)) == (4, 8, False)
     assert alone.torch_env() == {}
+
+
+def test_a_job_of_several_ranks_without_a_process_group_is_refused_at_its_first_collective():
+    """Each rank would otherwise go on with its own numbers (a 'combined' figure of one rank)."""
+    import torch.distributed as dist
+
+    from bridgetower_mlflow.launch.collectives import all_gather_objects, barrier, broadcast_from_main
+
+    assert not dist.is_initialized()
+    assert all_gather_objects(7, RankInfo(0, 0, 1)) == [7] and broadcast_from_main("run", RankInfo(0, 0, 1)) == "run"
+    for collective in (lambda ranks: all_gather_objects(7, ranks), lambda ranks: broadcast_from_main(7, ranks),
+                       barrier):
+        with pytest.raises(RuntimeError, match="rank 1 of 2: no torch.distributed process group is initialized"):
+            collective(RankInfo(1, 1, 2, 2))
+
+
+def test_a_job_of_several_ranks_combines_through_its_process_group(tmp_path):
+    """Two real gloo ranks: every rank sees every rank's object, and rank 0's value."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "ranks.py"
+    script.write_text(
+        "import os, torch.distributed as dist\n"
+        "from bridgetower_mlflow.launch.collectives import all_gather_objects, barrier, broadcast_from_main\n"
+        "from bridgetower_mlflow.launch.ranks import RankInfo\n"
+        "dist.init_process_group('gloo')\n"
+        "ranks = RankInfo.from_env()\n"
+        "print(ranks.rank, all_gather_objects(ranks.rank * 10, ranks), broadcast_from_main(f'r{ranks.rank}', ranks))\n"
+        "barrier(ranks)\n")
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+                           str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(line for line in done.stdout.splitlines() if line[:1].isdigit()) == \
+        ["0 [0, 10] r0", "1 [0, 10] r0"], done.stdout

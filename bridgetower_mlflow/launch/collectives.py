@@ -1,4 +1,8 @@
-"""What ranks tell each other: everything goes through torch.distributed's object collectives."""
+"""What ranks tell each other: everything goes through torch.distributed's object collectives.
+
+The process group is the Trainer's (TrainingArguments starts it through accelerate, with the backend the recipe
+chose): every collective here comes after prepare. A job of several ranks without one is refused at the first
+collective instead of each rank going on with its own numbers."""
 
 from __future__ import annotations
 
@@ -11,11 +15,16 @@ T = TypeVar("T")
 
 
 def _initialized(ranks: RankInfo) -> bool:
+    """False for a job of one rank; True where the job's process group is up; raises where it is not."""
     if ranks.world_size == 1:
         return False
     import torch.distributed as dist
 
-    return dist.is_available() and dist.is_initialized()
+    if not (dist.is_available() and dist.is_initialized()):
+        raise RuntimeError(f"rank {ranks.rank} of {ranks.world_size}: no torch.distributed process group is "
+                           "initialized, so the ranks cannot combine their figures (the Trainer's arguments "
+                           "start it; build them before any collective)")
+    return True
 
 
 def all_gather_objects(obj: T, ranks: RankInfo) -> list[T]:

@@ -27,6 +27,8 @@ def observe(monkeypatch, adapter, device, ranks, during=None, samples: int = 3):
     from bridgetower_mlflow.train.findings import findings
 
     monkeypatch.setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.05")  # MLflow's own knob, as users set it
+    if ranks.world_size > 1:  # this process is rank 0 of a job whose other ranks do not run: no process group
+        monkeypatch.setattr(observe_module, "all_gather_objects", lambda obj, ranks: [obj])
     sink = RecordingSink()
     prepared = SimpleNamespace(adapter=adapter, device=device, device_loader=None, loaded=None,
                                recipe=SimpleNamespace(precision="bf16"), args=SimpleNamespace())
