@@ -56,10 +56,9 @@ def _train(config: TrainConfig, ranks: RankInfo, tracked: bool, environment: Run
     for key, value in ranks.torch_env().items():  # mpirun sets only its own names; torch.distributed reads these
         os.environ.setdefault(key, value)
     prepared = prepare(config, adapter, device, ranks)
-    # rank 0's run, or a NullRun: no run is left RUNNING
-    run = open_run(config, prepared, ranks, tracked, environment.flush_timeout_s)
-    prepared = prepared.in_run_folder(Path(config.output_dir) / (run.run_id or "run"))  # checkpoints go there
-    with run_lifecycle(run):
+    # rank 0's run, or a NullRun: whatever escapes ends it, no run is left RUNNING
+    with run_lifecycle(open_run(config, prepared, ranks, tracked, environment.flush_timeout_s)) as run:
+        prepared = prepared.in_run_folder(Path(config.output_dir) / (run.run_id or "run"))  # checkpoints go there
         with observing(prepared, run.session, ranks) as observation:  # stopped as training ends
             fitted = fit(config, prepared, run, ranks, environment.progress_seconds, observation.window)
         log_profile(fitted, Path(str(prepared.args.output_dir)), run.session)
