@@ -267,7 +267,7 @@ def test_findings_tag_the_verdict_and_leave_joules_per_sample_out_of_a_profiled_
         loaded=types.SimpleNamespace(model=types.SimpleNamespace(config=None), image=types.SimpleNamespace(size=64)),
         recipe=types.SimpleNamespace(precision="fp32"), args=types.SimpleNamespace(tf32=False),
         device=types.SimpleNamespace(kind="cpu", device_name="AMD EPYC", count=1), device_loader=None,
-        adapter=types.SimpleNamespace(device_loader=None, distribution_strategies=("ddp",)))
+        adapter=types.SimpleNamespace(device_decode_loader_name=None, distribution_strategies=("ddp",)))
     metrics = {"train_samples_per_second": 100.0, "train_steady_state_seconds": 10.0, "dataloader_wait_fraction": 0.3,
                "device_achievable_tflops": 0.5,
                **_fractions(data_wait=0.3, host_to_device=0.01, forward=0.3, backward=0.3, optimizer=0.05, other=0.04)}
