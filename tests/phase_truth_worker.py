@@ -75,8 +75,8 @@ def build(observer: Observer, output_dir: str, forward_extra_ms: float, world: i
         return {"x": torch.ones(len(rows), 4)}
 
     from bridgetower_mlflow.accelerators.cpu import CpuAccelerator
-    from bridgetower_mlflow.telemetry.loader_wait import LoaderMeter
     from bridgetower_mlflow.telemetry.step_timing import StepTimingCallback
+    from bridgetower_mlflow.telemetry.trainer_meter import TrainerMeter
     from bridgetower_mlflow.tracking.null_sink import NullSink
     from bridgetower_mlflow.train.trainer import build_trainer_class
 
@@ -86,13 +86,13 @@ def build(observer: Observer, output_dir: str, forward_extra_ms: float, world: i
                              ddp_backend="gloo" if world > 1 else None, gradient_accumulation_steps=accumulate)
     cls = build_trainer_class(Trainer)
     model = Model()
-    meter = LoaderMeter()  # the Trainer's train loader attaches itself when it is built
+    meter = TrainerMeter()  # the Trainer's train loader attaches itself when it is built
     plan = dataclasses.replace(CpuAccelerator("cpu").phase_timing(None, args), unmarked=unmarked,
                                merged_why="the test's plan")
     timing = StepTimingCallback(NullSink(), plan, lambda: meter.wait_seconds, WARMUP, 5)
     rows = STEPS * BATCH * world * accumulate * 2  # every rank fetches (and prefetches) its batches, to the end
     trainer = cls(model=model, args=args, train_dataset=[{"i": i} for i in range(rows)], step_timing=timing,
-                  loader_meter=meter, data_collator=collate, callbacks=[timing],
+                  meter=meter, data_collator=collate, callbacks=[timing],
                   optimizers=(SleepyOptimizer(model.parameters(), lr=0.01), None))
     return trainer, timing
 

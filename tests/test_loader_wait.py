@@ -17,8 +17,9 @@ from bridgetower_mlflow.config import build_train_config
 from bridgetower_mlflow.contract import input_bound_label
 from bridgetower_mlflow.launch.ranks import RankInfo
 from bridgetower_mlflow.telemetry import loader_wait, throughput
-from bridgetower_mlflow.telemetry.loader_wait import LoaderMeter, TimedLoader
+from bridgetower_mlflow.telemetry.loader_wait import TimedLoader
 from bridgetower_mlflow.telemetry.throughput import ThroughputCallback, combine_ranks
+from bridgetower_mlflow.telemetry.trainer_meter import TrainerMeter
 from bridgetower_mlflow.tracking.null_sink import NullSink
 from bridgetower_mlflow.train.prepare import prepare
 from bridgetower_mlflow.train.trainer import build_trainer
@@ -118,7 +119,7 @@ def test_timing_a_step_reads_no_tensor(monkeypatch):
         monkeypatch.setattr(torch.Tensor, name,
                             lambda self, *a, _n=name, _o=original, **k: touched.append(_n) or _o(self, *a, **k))
     batches = [{"pixel_values": torch.zeros(2, 4, 4, 3, dtype=torch.uint8)} for _ in range(5)]
-    loader, attached = TimedLoader(batches, 5), LoaderMeter()
+    loader, attached = TimedLoader(batches, 5), TrainerMeter()
     attached.attach(loader)
     meter = ThroughputCallback(_Sink(), attached, 2, 1, 1)
     state = type("State", (), {"global_step": 0})()

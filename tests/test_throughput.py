@@ -104,8 +104,8 @@ def _train_counted(tmp_path, rows: int, batch: int, accumulation: int, max_steps
     """(the callback's result, rows each training forward received in order, batches each optimizer step ran)."""
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
-    from bridgetower_mlflow.telemetry.loader_wait import LoaderMeter
     from bridgetower_mlflow.telemetry.throughput import ThroughputCallback
+    from bridgetower_mlflow.telemetry.trainer_meter import TrainerMeter
     from bridgetower_mlflow.train.trainer import build_trainer_class
 
     args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=batch,
@@ -121,13 +121,13 @@ def _train_counted(tmp_path, rows: int, batch: int, accumulation: int, max_steps
             if state.global_step == stop_at:
                 control.should_training_stop = True
 
-    meter = LoaderMeter()
+    meter = TrainerMeter()
     callback = ThroughputCallback(_Sink(), meter, samples_per_step=batch * accumulation, warmup_steps=warmup,
                                   logging_steps=1000)
     if kept is not None:
         kept.append(callback)
     trainer = build_trainer_class(Trainer)(model=model, args=args, train_dataset=_rows(rows),
-                                           callbacks=[callback, Steps()], loader_meter=meter)
+                                           callbacks=[callback, Steps()], meter=meter)
     trainer.train(resume_from_checkpoint=True if resume else None)
     return callback.result(batch * accumulation), model.rows_seen, per_step
 
@@ -206,3 +206,54 @@ def test_the_wait_includes_the_fetch_that_finds_the_epoch_over():
     loader = TimedLoader(EndsSlowly(), 1)
     assert len(list(loader)) == 1
     assert loader.wait_seconds >= 0.2 and loader.delivered.samples == 2
+
+
+def test_evaluations_and_saves_in_the_window_are_the_trainers_own_calls(tmp_path, monkeypatch):
+    """What other callbacks do around an evaluation or a save (the metric queue persisted before a checkpoint,
+    a printer) is not the evaluation's nor the save's: each figure is the span of the Trainer's own call, timed
+    here around `evaluate` and `_save_checkpoint` of transformers' Trainer (the product's subclass not touched)."""
+    import time
+
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    from bridgetower_mlflow.telemetry.throughput import ThroughputCallback
+    from bridgetower_mlflow.telemetry.trainer_meter import TrainerMeter
+    from bridgetower_mlflow.train.trainer import build_trainer_class
+
+    spans = {"evaluate": [], "_save_checkpoint": []}
+    for name, found in spans.items():
+        original = getattr(Trainer, name)
+
+        def timed(self, *args, _original=original, _found=found, **kwargs):
+            started = time.perf_counter()
+            try:
+                return _original(self, *args, **kwargs)
+            finally:
+                _found.append(time.perf_counter() - started)
+
+        monkeypatch.setattr(Trainer, name, timed)
+
+    class SlowAroundSaves(TrainerCallback):  # after the throughput callback, as the project's persist-on-save is
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if control.should_save:
+                time.sleep(0.4)
+
+        def on_save(self, args, state, control, **kwargs):
+            time.sleep(0.4)
+
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, max_steps=4,
+                             use_cpu=True, report_to="none", save_strategy="steps", save_steps=2, logging_steps=2,
+                             eval_strategy="steps", eval_steps=2, disable_tqdm=True, prediction_loss_only=True)
+    meter = TrainerMeter()
+    callback = ThroughputCallback(_Sink(), meter, samples_per_step=8, warmup_steps=0, logging_steps=2)
+    trainer = build_trainer_class(Trainer)(model=_counting_model(), args=args, train_dataset=_rows(64),
+                                           eval_dataset=_rows(16), callbacks=[callback, SlowAroundSaves()],
+                                           meter=meter)
+    trainer.train()
+    result = callback.result(8)
+    assert len(spans["evaluate"]) == 2 and len(spans["_save_checkpoint"]) == 2
+    observed = {"eval": sum(spans["evaluate"]), "save": sum(spans["_save_checkpoint"])}
+    reported = {"eval": result.eval_seconds, "save": result.save_seconds}
+    for figure in observed:
+        assert abs(reported[figure] - observed[figure]) <= 0.05 + 0.05 * observed[figure], \
+            f"{figure} seconds: reported {reported[figure]:.3f}, the Trainer's own calls took {observed[figure]:.3f}"

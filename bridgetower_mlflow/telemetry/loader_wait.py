@@ -35,36 +35,6 @@ class BatchCount:
         self.samples += rows_in(batch)
 
 
-class LoaderMeter:
-    """The train loader's figures, for the callbacks built before the Trainer builds that loader: the loader
-    attaches itself when it is built (attached: False until then, and for a callback driven without one)."""
-
-    def __init__(self) -> None:
-        self._loader: TimedLoader | None = None
-
-    def attach(self, loader: TimedLoader) -> None:
-        self._loader = loader
-
-    @property
-    def attached(self) -> bool:
-        return self._loader is not None
-
-    @property
-    def wait_seconds(self) -> float:
-        """Seconds the step loop has blocked on the loader so far."""
-        return self._loader.wait_seconds if self._loader is not None else 0.0
-
-    @property
-    def rows(self) -> int:
-        """Rows of the batches handed to the step loop so far."""
-        return self._loader.delivered.samples if self._loader is not None else 0
-
-    def close(self) -> None:
-        """End the loader's pass in progress (its workers go)."""
-        if self._loader is not None:
-            self._loader.close()
-
-
 class TimedLoader:
     """Wraps a DataLoader; counts seconds blocked in `next()` and surfaces decode errors.
 

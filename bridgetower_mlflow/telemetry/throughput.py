@@ -30,7 +30,7 @@ from ..contract import (
 
 if TYPE_CHECKING:
     from .energy import EnergyWindow
-    from .loader_wait import LoaderMeter
+    from .trainer_meter import TrainerMeter
 
 log = logging.getLogger(__name__)
 
@@ -54,14 +54,14 @@ class ThroughputCallback(TrainerCallback):
 
     Rows are counted by the train loader as it hands batches to the step loop (read through `meter`); a callback
     driven without a loader (unit tests: no meter, or none attached) counts `samples_per_step` a step. The window
-    is wall time from the end of the last warmup step to the end of training: evaluations and checkpoint saves
-    inside it are timed too.
+    is wall time from the end of the last warmup step to the end of training: the evaluations and checkpoint saves
+    inside it are the Trainer's own calls, timed by the Trainer (through `meter`).
     """
 
-    def __init__(self, sink, meter: LoaderMeter | None, samples_per_step: int, warmup_steps: int,
+    def __init__(self, sink, meter: TrainerMeter | None, samples_per_step: int, warmup_steps: int,
                  logging_steps: int, window: EnergyWindow | None = None):
         self.sink = sink
-        self.meter = meter  # the train loader's figures, once the Trainer has built it
+        self.meter = meter  # the train loader's figures once the Trainer has built it, its evaluations and saves
         self.samples_per_step = samples_per_step  # nominal, all ranks: batch x world x accumulation
         self.warmup_steps = warmup_steps
         self.logging_steps = logging_steps
@@ -71,10 +71,8 @@ class ThroughputCallback(TrainerCallback):
         self.final_step: int | None = None  # the global step at the end of training
         self.wait_warm = 0.0
         self.samples_warm = self.samples_end = 0
-        self.eval_seconds = self.save_seconds = 0.0
         self.window = window  # the energy counters, read at the same instants as the clock
         self._last = None  # (time, step, wait, rows) at the previous logging step
-        self._mark = 0.0  # the last instant training itself was seen (step end, a training log, an eval, a save)
 
     def wait_seconds(self) -> float:
         """Seconds the training loop has waited for batches so far."""
@@ -110,7 +108,7 @@ class ThroughputCallback(TrainerCallback):
         self.world = max(1, int(getattr(args, "world_size", 1) or 1))
         if self.start_step:
             log.info("resumed at step %d", self.start_step)
-        self.t_begin = self._mark = time.perf_counter()
+        self.t_begin = time.perf_counter()
         self._last = (self.t_begin, self.start_step, 0.0, self._rows(self.start_step))
         if self.warmup_steps == 0:  # no step to leave out: the window opens now (on_step_end first sees step 1)
             self._open_window(self.t_begin, self.start_step)
@@ -122,7 +120,6 @@ class ThroughputCallback(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         now, step = time.perf_counter(), state.global_step
-        self._mark = now
         if self.warmup_steps and step - self.start_step == self.warmup_steps:
             self._open_window(now, step)
         if step % self.logging_steps == 0 and self._last is not None:
@@ -137,23 +134,6 @@ class ThroughputCallback(TrainerCallback):
         for key in LOGGED_TRAINER_KEYS:
             if logs and isinstance(logs.get(key), (int, float)):
                 self.sink.log_metric(key, float(logs[key]), state.global_step)
-        if not any(key.startswith("eval_") for key in logs or {}):  # an evaluation logs its own, then ends
-            self._mark = time.perf_counter()
-
-    def _in_window(self) -> bool:
-        return self.t_warm is not None and self.t_end is None
-
-    def on_evaluate(self, args, state, control, **kwargs):
-        now = time.perf_counter()
-        if self._in_window():
-            self.eval_seconds += now - self._mark
-        self._mark = now
-
-    def on_save(self, args, state, control, **kwargs):
-        now = time.perf_counter()
-        if self._in_window():
-            self.save_seconds += now - self._mark
-        self._mark = now
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.meter is not None:  # workers still held mid-epoch go inside the window, as on every Trainer
@@ -178,10 +158,14 @@ class ThroughputCallback(TrainerCallback):
         samples = self.samples_end - self.samples_warm
         if not self._loader_counts() and per_rank_samples_per_step is not None:
             samples = steps * per_rank_samples_per_step
+        evals = saves = 0.0
+        if self.meter is not None:
+            evals = self.meter.evaluations.seconds_within(self.t_warm, self.t_end)
+            saves = self.meter.saves.seconds_within(self.t_warm, self.t_end)
         return RankThroughput(
             steps=steps, samples=samples, seconds=self.t_end - self.t_warm,
             wait_seconds=total_wait - self.wait_warm, total_seconds=self.t_end - self.t_begin,
-            total_wait_seconds=total_wait, eval_seconds=self.eval_seconds, save_seconds=self.save_seconds,
+            total_wait_seconds=total_wait, eval_seconds=evals, save_seconds=saves,
         )
 
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..telemetry.loader_wait import BatchCount, LoaderMeter, TimedLoader
+from ..telemetry.loader_wait import BatchCount, TimedLoader
+from ..telemetry.trainer_meter import TrainerMeter
 
 
 class ResumingLoader:
     """Wraps an accelerate DataLoaderShard or a device loader; forwards everything else to it."""
 
-    def __init__(self, loader: Any, trainer: Any, length: int | None = None, meter: LoaderMeter | None = None) -> None:
+    def __init__(self, loader: Any, trainer: Any, length: int | None = None, meter: TrainerMeter | None = None) -> None:
         self._loader, self._trainer = loader, trainer  # the trainer's state is replaced when it loads a checkpoint
         self._length = length if length is not None else len(loader)
         self._resume_checked = False

@@ -6,7 +6,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..data.cpu_images import normalize_batch
-from ..telemetry.loader_wait import LoaderMeter, TimedLoader
+from ..telemetry.loader_wait import TimedLoader
+from ..telemetry.trainer_meter import TrainerMeter
 from .loaders import ResumingLoader
 from .step_marks import with_step_marks
 
@@ -32,10 +33,10 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
         train_loader: ResumingLoader | None = None
 
         def __init__(self, *args: Any, device_loader: DeviceLoader | None = None, image: ImageSpec | None = None,
-                     step_timing: StepTimingCallback | None = None, loader_meter: LoaderMeter | None = None,
+                     step_timing: StepTimingCallback | None = None, meter: TrainerMeter | None = None,
                      **kwargs: Any) -> None:
             self.device_loader = device_loader  # when decoding on the device
-            self.loader_meter = loader_meter  # the train loader attaches itself here (the throughput callback reads it)
+            self.meter = meter  # its train loader attaches itself here, its evaluations and saves are timed here
             self.image = image  # the model's input: mean and std of the device-side normalize
             self.step_timing = step_timing  # the phase breakdown's marks (the step-marks layer reads it)
             super().__init__(*args, **kwargs)
@@ -45,7 +46,7 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
                 loader, length = self.device_loader.loader, self.device_loader.length
             else:
                 loader, length = super().get_train_dataloader(), None
-            self.train_loader = ResumingLoader(loader, self, length, self.loader_meter)
+            self.train_loader = ResumingLoader(loader, self, length, self.meter)
             return self.train_loader
 
         def _run_epoch(self, *args: Any, **kwargs: Any) -> Any:
@@ -67,6 +68,18 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
                 return TimedLoader(super().get_eval_dataloader(eval_dataset))
             finally:
                 self.args.dataloader_drop_last = drop_last
+
+        def evaluate(self, *args: Any, **kwargs: Any) -> Any:
+            if self.meter is None:
+                return super().evaluate(*args, **kwargs)
+            with self.meter.evaluations.timing():
+                return super().evaluate(*args, **kwargs)
+
+        def _save_checkpoint(self, *args: Any, **kwargs: Any) -> Any:
+            if self.meter is None:
+                return super()._save_checkpoint(*args, **kwargs)
+            with self.meter.saves.timing():
+                return super()._save_checkpoint(*args, **kwargs)
 
         def _prepare_inputs(self, inputs: Any) -> Any:
             inputs = super()._prepare_inputs(inputs)
@@ -94,7 +107,7 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
     cls = build_trainer_class(prepared.recipe.trainer_class)
     args = prepared.args
     world = max(1, args.world_size)
-    meter = LoaderMeter()  # built before the Trainer, which builds the train loader later and attaches it here
+    meter = TrainerMeter()  # built before the Trainer, which builds the train loader later and attaches it here
     throughput = ThroughputCallback(sink, meter,
                                     args.per_device_train_batch_size * world * args.gradient_accumulation_steps,
                                     config.throughput_warmup_steps, int(args.logging_steps), energy)
@@ -104,7 +117,7 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
     durable = _persist_on_save(sink)
     trainer = cls(model=prepared.loaded.model, args=args, train_dataset=prepared.data.train,
                   device_loader=prepared.device_loader, image=prepared.loaded.image, step_timing=timing,
-                  loader_meter=meter,
+                  meter=meter,
                   eval_dataset=prepared.data.validation, data_collator=collate_batch,
                   callbacks=[timing, throughput, ProgressPrinter(throughput, progress_s), durable,
                              *checkpoint_callbacks(config, sink),
