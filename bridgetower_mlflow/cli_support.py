@@ -73,5 +73,3 @@ def bool_option(name: str, help_text: str, default: str = "false") -> Callable[[
 def setup_logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("bridgetower_mlflow").setLevel(logging.INFO)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")

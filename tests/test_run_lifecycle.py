@@ -100,3 +100,20 @@ def test_train_reaches_its_flow_before_torch_loads():
              "print(sorted(m for m in ('torch', 'transformers', 'torchvision') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr[-2000:]
+
+
+def test_the_libraries_environment_is_exported_in_one_place_and_the_users_values_win():
+    from bridgetower_mlflow.train.environment import export_for_libraries
+
+    environ = {"TOKENIZERS_PARALLELISM": "true", "PATH": "/bin"}
+    exported = export_for_libraries({"PT_HPU_LAZY_MODE": "1"}, {"RANK": "1", "WORLD_SIZE": "2"}, environ=environ)
+    assert exported == {"HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "PT_HPU_LAZY_MODE": "1", "RANK": "1",
+                        "WORLD_SIZE": "2"}
+    assert environ == {"TOKENIZERS_PARALLELISM": "true", "PATH": "/bin", **exported}
+
+
+def test_a_sweep_cell_is_read_with_the_rest_of_the_environment():
+    from bridgetower_mlflow.train.environment import read_environment
+
+    assert read_environment({"BRIDGETOWER_SWEEP_CELL": "1"}).sweep_cell
+    assert not read_environment({}).sweep_cell and not read_environment({"BRIDGETOWER_SWEEP_CELL": "0"}).sweep_cell

@@ -9,15 +9,13 @@ if TYPE_CHECKING:
     from ..config import TrainConfig
 
 import contextlib
-import os
 from pathlib import Path
 
 from ..accelerators.installed import hide_if_broken
 from ..accelerators.registry import get_accelerator
-from ..contract import SWEEP_CELL_ENV
 from ..launch.ranks import RankInfo, needs_launch
 from ..launch.self_launch import was_self_launched
-from .environment import RunEnvironment, read_environment
+from .environment import RunEnvironment, export_for_libraries, read_environment
 from .fit import fit, log_profile
 from .launcher import launch_tracked
 from .measure import measure
@@ -39,22 +37,20 @@ def train(config: TrainConfig, *, tracked: bool = True, environment: RunEnvironm
     check_writable(config.output_dir)
     # self-launched ranks train under their launcher's hold; a sweep's cells under their sweep's (two sweeps
     # may share a folder: every cell writes only into its own run's subfolder)
-    owner = ranks.is_main and not was_self_launched() and os.environ.get(SWEEP_CELL_ENV) != "1"
+    owner = ranks.is_main and not was_self_launched() and not environment.sweep_cell
     with holding(config.output_dir) if owner else contextlib.nullcontext():
         return _train(config, ranks, tracked, environment)
 
 
 def _train(config: TrainConfig, ranks: RankInfo, tracked: bool, environment: RunEnvironment) -> TrainResult:
     adapter = get_accelerator(config.accel)
-    for key, value in adapter.stack_environment(config.hf_args).items():  # before anything imports torch
-        os.environ.setdefault(key, value)
+    # before anything imports torch; torch_env: mpirun sets only its own names, torch.distributed reads these
+    export_for_libraries(adapter.stack_environment(config.hf_args), ranks.torch_env())
     hide_if_broken("torchvision")  # transformers imports it when present: a broken one must not break runs
     launcher = needs_launch(config.devices, ranks)
     device = adapter.detect(ranks.devices_here(config.devices), ranks.job_size(config.devices), launcher)
     if launcher:
         return launch_tracked(config, adapter, device)
-    for key, value in ranks.torch_env().items():  # mpirun sets only its own names; torch.distributed reads these
-        os.environ.setdefault(key, value)
     prepared = prepare(config, adapter, device, ranks)
     # rank 0's run, or a NullRun: whatever escapes ends it, no run is left RUNNING
     with run_lifecycle(open_run(config, prepared, ranks, tracked, environment.flush_timeout_s)) as run:
