@@ -210,6 +210,10 @@ class Accelerator(ABC):
         """This device's samplers (telemetry/samplers/), started by the system monitor."""
         return []
 
+    def mlflow_gpu_count(self, device: DeviceInfo) -> int:
+        """How many of `device` MLflow's own GPU collector watches (it reads NVML: NVIDIA's only)."""
+        return 0
+
     def peak_memory_gb(self) -> float | None:
         return None
 

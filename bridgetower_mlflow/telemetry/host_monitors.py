@@ -25,13 +25,12 @@ def start_device_monitor(sink, adapter: Accelerator, here: DeviceInfo, pids: Seq
                          first_step: int) -> SystemMonitor | None:
     """Rank 0's monitor of its host's share of the job (`here`: the job's devices on this host, not every device
     the host has), or None where system metrics are off or cannot start."""
-    from ..accelerators.registry import family
     from .samplers.host_cpu import HostCpuSampler
     from .samplers.mlflow_collectors import mlflow_collectors
 
     def samplers() -> list[Sampler]:
-        gpus = here.count if family(here.kind) == "cuda" else 0
-        return [HostCpuSampler(*pids), *mlflow_collectors(gpus), *adapter.device_samplers(here)]
+        return [HostCpuSampler(*pids), *mlflow_collectors(adapter.mlflow_gpu_count(here)),
+                *adapter.device_samplers(here)]
 
     return _start(sink, samplers, names, first_step, "system metrics disabled: %s")
 

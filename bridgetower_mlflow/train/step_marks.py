@@ -1,5 +1,6 @@
 """The points of each training step, marked from inside the Trainer: where the input enters (and is ready on
-the device), where forward ends, where backward ends. The step's end is the step-timing callback's."""
+the device), where forward ends, where backward ends (the step's end is the step-timing callback's); and the spans
+of the Trainer's evaluations and checkpoint saves."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from ..accelerators.base import BACKWARD_END, FORWARD_END, INPUT_END, INPUT_STAR
 
 if TYPE_CHECKING:
     from ..telemetry.step_timing import StepTimingCallback
+    from ..telemetry.trainer_meter import TrainerMeter
 
 
 def with_step_marks(base: type[Any]) -> type[Any]:
@@ -52,6 +54,29 @@ def with_step_marks(base: type[Any]) -> type[Any]:
 
     StepMarks.__name__ = StepMarks.__qualname__ = base.__name__
     return StepMarks
+
+
+def with_timed_pauses(base: type[Any]) -> type[Any]:
+    """`base` timing its own evaluations and checkpoint saves on its `meter` (the window's eval and save seconds):
+    what other callbacks do beside them is neither."""
+
+    class TimedPauses(base):
+        meter: TrainerMeter | None  # the Trainer's constructor sets it (train.trainer)
+
+        def evaluate(self, *args: Any, **kwargs: Any) -> Any:
+            if self.meter is None:
+                return super().evaluate(*args, **kwargs)
+            with self.meter.evaluations.timing():
+                return super().evaluate(*args, **kwargs)
+
+        def _save_checkpoint(self, *args: Any, **kwargs: Any) -> Any:
+            if self.meter is None:
+                return super()._save_checkpoint(*args, **kwargs)
+            with self.meter.saves.timing():
+                return super()._save_checkpoint(*args, **kwargs)
+
+    TimedPauses.__name__ = TimedPauses.__qualname__ = base.__name__
+    return TimedPauses
 
 
 def rows(inputs: Any) -> int:

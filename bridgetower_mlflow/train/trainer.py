@@ -9,7 +9,7 @@ from ..data.cpu_images import normalize_batch
 from ..telemetry.loader_wait import TimedLoader
 from ..telemetry.trainer_meter import TrainerMeter
 from .loaders import ResumingLoader
-from .step_marks import with_step_marks
+from .step_marks import with_step_marks, with_timed_pauses
 
 if TYPE_CHECKING:
     from ..accelerators.base import DeviceLoader, PhaseTiming
@@ -69,18 +69,6 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
             finally:
                 self.args.dataloader_drop_last = drop_last
 
-        def evaluate(self, *args: Any, **kwargs: Any) -> Any:
-            if self.meter is None:
-                return super().evaluate(*args, **kwargs)
-            with self.meter.evaluations.timing():
-                return super().evaluate(*args, **kwargs)
-
-        def _save_checkpoint(self, *args: Any, **kwargs: Any) -> Any:
-            if self.meter is None:
-                return super()._save_checkpoint(*args, **kwargs)
-            with self.meter.saves.timing():
-                return super()._save_checkpoint(*args, **kwargs)
-
         def _prepare_inputs(self, inputs: Any) -> Any:
             inputs = super()._prepare_inputs(inputs)
             pixels = inputs.get("pixel_values")
@@ -91,7 +79,7 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
                 inputs["pixel_values"] = normalize_batch(pixels, self.image.mean, self.image.std)
             return inputs
 
-    return with_step_marks(BridgeTowerTrainer)  # the input hook's marks hold the normalize
+    return with_step_marks(with_timed_pauses(BridgeTowerTrainer))  # the input hook's marks hold the normalize
 
 
 def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | NullSink,

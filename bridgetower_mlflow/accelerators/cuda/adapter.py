@@ -75,6 +75,9 @@ class CudaAccelerator(Accelerator):
             index = torch.cuda.current_device()  # one GPU per process via CUDA_VISIBLE_DEVICES
         return build_nvjpeg_loader(request, torch.device("cuda", index))
 
+    def mlflow_gpu_count(self, device: DeviceInfo) -> int:
+        return device.count
+
     def device_samplers(self, device: DeviceInfo) -> list:
         if not module_present("pynvml"):
             return []

@@ -20,19 +20,22 @@ def center_square(height: int, width: int) -> tuple[int, int, int]:
 
 
 class DeviceImageOps:
-    """crop_resize and normalize for one ImageSpec on one device, with the constants on the device."""
+    """crop_resize and normalize for one ImageSpec on one device, with the constants on the device.
 
-    def __init__(self, image, device):
+    `pinned`: host tensors go to the device through page-locked memory (the caller's device copies from it
+    asynchronously: CUDA)."""
+
+    def __init__(self, image, device, pinned: bool = False):
         import torch
 
-        self.size, self.device = image.size, torch.device(device)
+        self.size, self.device, self.pinned = image.size, torch.device(device), pinned
         scale = [1.0 / (255.0 * s) for s in image.std]
         shift = [m / s for m, s in zip(image.mean, image.std)]
         self.scale = self._to_device(torch.tensor(scale, dtype=torch.float32).view(1, 3, 1, 1))
         self.shift = self._to_device(torch.tensor(shift, dtype=torch.float32).view(1, 3, 1, 1))
 
     def _to_device(self, tensor):
-        if self.device.type == "cuda":
+        if self.pinned:
             tensor = tensor.pin_memory()
         return tensor.to(self.device, non_blocking=True)
 
