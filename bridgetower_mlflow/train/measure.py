@@ -1,5 +1,6 @@
-"""Measure: every figure the ranks combine (each all_gather of a run happens here), the evaluation, and on a
-tracked run the findings (what the figures mean): close only writes what this returns."""
+"""Measure: every figure the ranks combine at the end (each all_gather after training happens here; the one
+before it is the observation's, where each rank learns its node's ranks), the evaluation, and on a tracked run
+the findings (what the figures mean): close only writes what this returns."""
 
 from __future__ import annotations
 
