@@ -215,6 +215,38 @@ def test_a_checkpoint_during_a_hung_send_loses_nothing(server, tmp_path):
     assert _history(client, run_id, "loss") == [(s, float(s)) for s in range(30)]
 
 
+class _RecordsEachSend(MlflowClient):
+    """A real client that keeps the steps of each log_batch it sends."""
+
+    def __init__(self, uri):
+        super().__init__(uri)
+        self.sends: list[list[int]] = []
+
+    def log_batch(self, run_id, metrics=(), *args, **kwargs):
+        result = super().log_batch(run_id, metrics, *args, **kwargs)
+        self.sends.append([metric.step for metric in metrics])
+        return result
+
+
+def test_the_shipment_after_a_checkpoint_carries_what_was_logged_since(sqlite_uri, tmp_path):
+    """A checkpoint persists the queue to the spill file; the next shipment sends it and what the run logged after
+    it, so a run that checkpoints more often than it ships still shows its live steps an interval later (the
+    spilled part used to go alone, and what came after waited for the next checkpoint to spill it too)."""
+    client = _RecordsEachSend(sqlite_uri)
+    run_id = client.create_run(client.create_experiment("e")).info.run_id
+    buffer = _sender_asleep(MetricBuffer(client, run_id, tmp_path / "spill.jsonl", flush_interval=2.0))
+    for step in (1, 2, 3):
+        buffer.log_metric("loss", float(step), step)
+    buffer.persist()  # a checkpoint at step 3
+    buffer.log_metric("loss", 4.0, 4)
+    deadline = time.monotonic() + 60
+    while not client.sends and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.sends[:1] == [[1, 2, 3, 4]], f"the sends so far: {client.sends}"
+    assert buffer.close(timeout=30) == 0
+    assert _history(client, run_id, "loss") == [(s, float(s)) for s in (1, 2, 3, 4)]
+
+
 def _sender_asleep(buffer):
     """Wait until the sender has looked, found nothing and sleeps for its interval: a sender the scheduler
     starts late (CI under load) would otherwise read what the test spills before the test removes it."""

@@ -243,9 +243,9 @@ def test_sigkill_at_five_points_then_resume_logs_every_step_once(cache_dir, sqli
     resumed_from, run_id = [], None
     for attempt, (what, condition) in enumerate(kill_points):
         before = max(_steps(client, run_id, "loss"), default=0) if run_id else 0
-        # attempt 1: a checkpoint (10 steps) every 3.7 s against a shipment every 5 s. At 0.5 s a step both come
-        # every 5 s, and an attempt whose every shipment landed just after its checkpoint ended before one landed
-        # past it (1 round in 3 beside test_modeling here)
+        # attempt 1: a checkpoint (10 steps) every 3.7 s against a shipment every 5 s. At 0.5 s a step both came
+        # every 5 s (the pace absorbs the save) and stayed in phase: every shipment of an attempt landed just after
+        # a checkpoint, before the next step was logged, and the attempt ended before one landed past it
         pace = {"BRIDGETOWER_TEST_STEP_S": "0.37"} if attempt == 1 else {}
         proc = _train([*args, *(["--resume", "true"] if attempt else [])], logs[attempt], start_new_session=True,
                       env_extra={**PACED, **pace, "BRIDGETOWER_TEST_STEP_FILE": str(step_files[attempt])})
@@ -270,7 +270,8 @@ def test_sigkill_at_five_points_then_resume_logs_every_step_once(cache_dir, sqli
     assert resumes == sorted(resumes) and resumes[0] >= 10 and resumes[-1] == steps, resumes
     assert run.data.tags["resumed.from_step"] == str(steps)
     assert no_running_runs(sqlite_uri) == []
-    print("kill points:", [what for what, _ in kill_points], "resumed from steps:", resumes)
+    print("kill points:", [what for what, _ in kill_points], "resumed from steps:", resumes,
+          "attempt 1's (server's last loss step, last checkpoint) as they changed:", shipment["looks"])
 
 
 def _resume_step(log):

@@ -112,33 +112,37 @@ class MetricBuffer:
         self._overflow_at, self._refused = self.max_in_memory, None
         return True
 
-    def _next_batch(self) -> tuple[list[Record], str, int]:
-        """Spilled (older) records go first so histories, tags and the status arrive in order.
+    def _next_batch(self) -> tuple[list[Record], int, int]:
+        """(records, how many of them came from the spill file, the file offset after those).
 
-        While the spill file cannot be read, what is logged meanwhile goes (its records wait on disk)."""
+        Spilled (older) records go first so histories, tags and the status arrive in order; a batch that drains
+        the file goes on with what was logged since (a checkpoint's persist must not hold the live steps back an
+        interval). While the spill file cannot be read, what is logged meanwhile goes (its records wait on disk)."""
         with self._lock:
             self._spill.forget_if_removed()
+            rows: list[Record] = []
+            position = 0
             if self._spill.readable_now():
                 try:
                     rows, position = self._spill.read(self.batch_size)
-                    if rows:
-                        return rows, "spill", position
                 except OSError as exc:
                     self._fault(exc, f"cannot read {self.spill_path}; its {self._spill.waiting} records wait there")
-            return [self._queue[i] for i in range(min(self.batch_size, len(self._queue)))], "memory", 0
+                if rows and len(rows) < self._spill.waiting:
+                    return rows, len(rows), position
+            room = min(self.batch_size - len(rows), len(self._queue))
+            return rows + [self._queue[i] for i in range(room)], len(rows), position
 
-    def _acknowledge(self, batch: list[Record], origin: str, position: int) -> None:
+    def _acknowledge(self, batch: list[Record], spilled: int, position: int) -> None:
         self.sent += sum(1 for record in batch if isinstance(record, MetricRecord))
         with self._lock:
-            if origin == "memory":
-                # persist() or an overflow may have moved (part of) this batch to the spill file while it
-                # was in flight: drop only what is still at the head; the spilled copy re-sends harmlessly
-                for record in batch:
-                    if not self._queue or self._queue[0] is not record:
-                        break
-                    self._queue.popleft()
-                return
-            self._spill.sent(len(batch), position)
+            if spilled:
+                self._spill.sent(spilled, position)
+            # persist() or an overflow may have moved (part of) the rest to the spill file while it was in
+            # flight: drop only what is still at the head; the spilled copy re-sends harmlessly
+            for record in batch[spilled:]:
+                if not self._queue or self._queue[0] is not record:
+                    break
+                self._queue.popleft()
 
     def _run(self) -> None:
         """The sender, supervised: an error it did not expect is reported once and sending goes on."""
@@ -159,7 +163,7 @@ class MetricBuffer:
     def _send_until_closed(self) -> None:
         backoff, down_since = self.flush_interval, None
         while True:
-            batch, origin, position = self._next_batch()
+            batch, spilled, position = self._next_batch()
             if not batch:
                 if self._closing.is_set():
                     return
@@ -181,7 +185,7 @@ class MetricBuffer:
                 log.warning("tracking server back; sending what was buffered")
                 down_since = None
             backoff = self.flush_interval
-            self._acknowledge(batch, origin, position)
+            self._acknowledge(batch, spilled, position)
             if self.pending() < self.batch_size:
                 # At most one batch per interval (a send costs about the same for 5 metrics as for
                 # 500: ~8 ms of CPU on sqlite), unless a backlog is draining or flush() wakes us.
