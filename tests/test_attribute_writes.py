@@ -19,6 +19,8 @@ ALLOWED = {
     # the CLI's entry moves URI credentials out of the process environment before anything reads it, on purpose
     "tracking/credentials.py: move_uri_credentials writes environ[...]",
     "tracking/credentials.py: move_uri_credentials calls environ.update",
+    # the one place train exports what the libraries it loads read from the environment, before they load
+    "train/environment.py: export_for_libraries writes environ[...]",
     # the sweep's scheduling loop: its queue and in-flight map belong to the loop that passes them
     "sweep/backends/ray.py: _start_cells writes pending[...]",
     "sweep/backends/ray.py: _start_cells calls waiting.popleft",
