@@ -171,7 +171,7 @@ def build_nvjpeg_loader(request: DecodeRequest, device) -> DeviceLoader:
         dataset, batch_sampler=plan, num_workers=workers, collate_fn=JpegBytesCollate(column),
         pin_memory=torch.cuda.is_available(), persistent_workers=False, prefetch_factor=4 if workers else None,
     )
-    ops = DeviceImageOps(request.image, device, pinned=device.type == "cuda")
+    ops = DeviceImageOps(request.image, device, pinned=torch.device(device).type == "cuda")
     batches = NvjpegBatches(byte_loader, plan, dataset, ops)
     return DeviceLoader(name=NVJPEG_LOADER, loader=batches, length=len(plan))
 
