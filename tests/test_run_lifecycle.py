@@ -117,3 +117,43 @@ def test_a_sweep_cell_is_read_with_the_rest_of_the_environment():
 
     assert read_environment({"BRIDGETOWER_SWEEP_CELL": "1"}).sweep_cell
     assert not read_environment({}).sweep_cell and not read_environment({"BRIDGETOWER_SWEEP_CELL": "0"}).sweep_cell
+
+
+def test_the_project_run_is_read_with_the_rest_of_the_environment():
+    from bridgetower_mlflow.train.environment import read_environment
+
+    assert read_environment({"MLFLOW_RUN_ID": "abc"}).project_run_id == "abc"
+    assert read_environment({}).project_run_id is None
+    assert read_environment({"MLFLOW_RUN_ID": ""}).project_run_id is None
+
+
+def test_a_resume_falls_back_to_the_project_run_it_was_given(tmp_path):
+    from bridgetower_mlflow.config import build_train_config
+    from bridgetower_mlflow.train.resume import project_run_of_resume, run_to_resume
+
+    config = build_train_config(resume=True, output_dir=str(tmp_path / "empty"))
+    assert run_to_resume(config, "abc") == "abc"
+    with pytest.raises(ConfigError, match="resume"):
+        run_to_resume(config, None)
+    assert project_run_of_resume("resumed", "abc") == "abc"  # `mlflow run -P resume=true`'s own run
+    assert project_run_of_resume("abc", "abc") is None and project_run_of_resume(None, "abc") is None
+
+
+def test_a_tracked_train_continues_the_project_run_its_environment_names(sqlite_uri, cache_dir, tmp_path,
+                                                                           monkeypatch):
+    """The run `mlflow run` made is read once, at train's entry: a variable changed later is not read again."""
+    from bridgetower_mlflow.config import build_train_config
+    from bridgetower_mlflow.train.environment import RunEnvironment
+    from bridgetower_mlflow.train.flow import train
+
+    client = MlflowClient(sqlite_uri)
+    project_run = client.create_run(client.create_experiment("project")).info.run_id
+    monkeypatch.setenv("MLFLOW_RUN_ID", "0" * 32)  # no such run: reading it now would fail the start
+    config = build_train_config(max_steps=2, throughput_warmup_steps=1, per_device_train_batch_size=4,
+                                max_train_samples=8, max_eval_samples=4, max_seq_length=16,
+                                dataloader_num_workers=0, log_model=False, output_dir=str(tmp_path / "out"))
+    result = train(config, environment=RunEnvironment(progress_seconds=60, flush_timeout_s=30,
+                                                      project_run_id=project_run))
+    run = client.get_run(project_run)
+    assert result.run_id == project_run, (result.run_id, project_run)
+    assert run.info.status == "FINISHED" and run.data.metrics["train_samples_per_second"] > 0

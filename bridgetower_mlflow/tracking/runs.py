@@ -27,10 +27,12 @@ def create_run(client: MlflowClient, experiment_id: str, run_name: str, tags: di
     return run_id
 
 
-def create_named_run(experiment_name: str, run_name: str, tags: dict[str, str]) -> str:
-    """A RUNNING run for others to resume (the ranks of a self-launched job); MLFLOW_RUN_ID's when set."""
-    if os.environ.get("MLFLOW_RUN_ID"):
-        return os.environ["MLFLOW_RUN_ID"]
+def create_named_run(experiment_name: str, run_name: str, tags: dict[str, str],
+                     project_run_id: str | None = None) -> str:
+    """A RUNNING run for others to resume (the ranks of a self-launched job); `project_run_id` when given (the
+    run `mlflow run` made: MLFLOW_RUN_ID)."""
+    if project_run_id:
+        return project_run_id
     from mlflow.tracking import MlflowClient
 
     from .store_init import ready_store

@@ -59,8 +59,9 @@ class RunSession:
 
     @classmethod
     def start(cls, experiment_name: str, run_name: str, tags: dict[str, str],
-              resume_run_id: str | None = None) -> RunSession:
-        """Resume `resume_run_id` or MLFLOW_RUN_ID (mlflow run, sweeps), else start a new run."""
+              resume_run_id: str | None = None, project_run_id: str | None = None) -> RunSession:
+        """Resume `resume_run_id`, else continue `project_run_id` (the run `mlflow run` or a sweep made:
+        MLFLOW_RUN_ID), else start a new run."""
         import mlflow
 
         from .runs import default_experiment_id
@@ -69,7 +70,7 @@ class RunSession:
         _probe_server(mlflow.get_tracking_uri())
         try:
             ready_store()
-            run_id = resume_run_id or os.environ.get("MLFLOW_RUN_ID")
+            run_id = resume_run_id or project_run_id
             experiment_id = default_experiment_id(experiment_name) if not run_id and experiment_name else None
             previous = mlflow.tracking.MlflowClient().get_run(resume_run_id).info.status if resume_run_id else None
             # MLflow's own monitor thread stops for good at its first failed get_run: the project's

@@ -9,7 +9,6 @@ if TYPE_CHECKING:
     from ..config import TrainConfig
     from ..launch.signals import Stopped
 
-import os
 import sys
 from pathlib import Path
 
@@ -53,7 +52,7 @@ def train_command(**options: Any) -> None:
             click.echo(f"error: {stopped_line(config, exc)}", err=True)
             sys.exit(exc.exit_code)
         except ResumeRefused as exc:
-            if not exc.run_id or exc.run_id != os.environ.get("MLFLOW_RUN_ID"):
+            if not exc.run_id or exc.run_id != environment.project_run_id:
                 raise  # the refusal fails only `mlflow run`'s own run of this attempt, as any bad input does
             # MLFLOW_RUN_ID is the run the resume refused: it stays exactly as it was, not marked FAILED
             click.echo(f"error: {first_line(exc, ERROR_TAG_LIMIT)}", err=True)

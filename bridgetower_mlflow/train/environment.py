@@ -14,6 +14,7 @@ from ..telemetry.seconds_variable import seconds_variable
 from ..telemetry.system_metrics_settings import SystemMetricsSettings, system_metrics_settings
 
 FLUSH_TIMEOUT_ENV = "BRIDGETOWER_FLUSH_TIMEOUT"
+PROJECT_RUN_ENV = "MLFLOW_RUN_ID"
 DEFAULT_FLUSH_TIMEOUT_S = 120.0
 # tokenizers' fork warning and datasets' progress bars: the run prints its own progress
 QUIET_LIBRARIES = {"TOKENIZERS_PARALLELISM": "false", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
@@ -25,12 +26,13 @@ class RunEnvironment:
     system_metrics: SystemMetricsSettings = field(default_factory=SystemMetricsSettings)  # MLflow's own variables
     flush_timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S  # how long the run's end waits for the tracking server
     sweep_cell: bool = False  # a sweep's train process (BRIDGETOWER_SWEEP_CELL=1): the sweep holds the output folder
+    project_run_id: str | None = None  # MLFLOW_RUN_ID: the run `mlflow run`, a sweep or a launcher made for this one
 
 
 def read_environment(environ: Mapping[str, str] = os.environ) -> RunEnvironment:
     """Every variable the run reads, checked; ConfigError names the first bad one."""
     return RunEnvironment(progress_seconds(environ), system_metrics_settings(environ), _flush_timeout(environ),
-                          environ.get(SWEEP_CELL_ENV) == "1")
+                          environ.get(SWEEP_CELL_ENV) == "1", environ.get(PROJECT_RUN_ENV) or None)
 
 
 def _flush_timeout(environ: Mapping[str, str]) -> float:

@@ -50,10 +50,10 @@ def _train(config: TrainConfig, ranks: RankInfo, tracked: bool, environment: Run
     launcher = needs_launch(config.devices, ranks)
     device = adapter.detect(ranks.devices_here(config.devices), ranks.job_size(config.devices), launcher)
     if launcher:
-        return launch_tracked(config, adapter, device)
+        return launch_tracked(config, adapter, device, environment.project_run_id)
     prepared = prepare(config, adapter, device, ranks)
     # rank 0's run, or a NullRun: whatever escapes ends it, no run is left RUNNING
-    with run_lifecycle(open_run(config, prepared, ranks, tracked, environment.flush_timeout_s)) as run:
+    with run_lifecycle(open_run(config, prepared, ranks, environment, tracked)) as run:
         prepared = prepared.in_run_folder(Path(config.output_dir) / (run.run_id or "run"))  # checkpoints go there
         with observing(prepared, run.session, ranks) as observation:  # stopped as training ends
             fitted = fit(config, prepared, run, ranks, environment.progress_seconds, observation.window)

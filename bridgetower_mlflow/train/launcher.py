@@ -21,8 +21,10 @@ if TYPE_CHECKING:
     from ..config import TrainConfig
 
 
-def launch_tracked(config: TrainConfig, adapter: Accelerator, device: DeviceInfo) -> TrainResult:
-    """devices > 1 without an outer launcher: create the run, start the ranks, settle the run's status."""
+def launch_tracked(config: TrainConfig, adapter: Accelerator, device: DeviceInfo,
+                   project_run_id: str | None) -> TrainResult:
+    """devices > 1 without an outer launcher: create the run (or take `project_run_id`, MLFLOW_RUN_ID's), start
+    the ranks, settle the run's status."""
     from mlflow.tracking import MlflowClient
 
     from ..launch.self_launch import launch_ranks
@@ -30,7 +32,8 @@ def launch_tracked(config: TrainConfig, adapter: Accelerator, device: DeviceInfo
     from ..tracking.runs import FAILED, FINISHED, KILLED, create_named_run, settle_run
 
     tags = {**context_tags(), **device_tags(device), RUN_KIND_TAG: RUN_KIND_TRAIN}
-    run_id = run_to_resume(config) or create_named_run(config.experiment_name, run_name(config, device.kind), tags)
+    run_id = run_to_resume(config, project_run_id) or create_named_run(
+        config.experiment_name, run_name(config, device.kind), tags, project_run_id)
     client = MlflowClient()
     try:
         code = launch_ranks(adapter.launch_command(device, ["train", *to_cli_args(config)]), run_id)

@@ -37,15 +37,16 @@ def last_run(output_dir: str) -> str | None:
         return None
 
 
-def run_to_resume(config: TrainConfig) -> str | None:
+def run_to_resume(config: TrainConfig, project_run_id: str | None) -> str | None:
     """The run a resume continues: `run_id`, else the one last_run.json of the output folder names, else
-    MLFLOW_RUN_ID (a pod or cell restarted on an empty disk with its run's id); None for a new run.
+    `project_run_id`, MLFLOW_RUN_ID (a pod or cell restarted on an empty disk with its run's id); None for a new
+    run.
 
     last_run.json before MLFLOW_RUN_ID: `mlflow run -P resume=true` creates a new project run, which only records
     what it resumed."""
     if not config.resume:
         return None
-    run_id = config.run_id or last_run(config.output_dir) or os.environ.get("MLFLOW_RUN_ID")
+    run_id = config.run_id or last_run(config.output_dir) or project_run_id
     if not run_id:
         raise ConfigError("resume", "true", f"allowed only after a run in output_dir {config.output_dir!r} "
                           "(no last_run.json there), or with run_id naming the run to continue")
@@ -61,10 +62,10 @@ def as_resumed(params: dict[str, Any], logged: dict[str, str]) -> dict[str, Any]
     return {**params, **{key: logged[key] for key in LOCATION_PARAMS if key in params and key in logged}}
 
 
-def project_run_of_resume(resumed_run_id: str | None) -> str | None:
-    """The run `mlflow run` created for a resume that continues another run (None when there is none)."""
-    outer = os.environ.get("MLFLOW_RUN_ID")
-    return outer if resumed_run_id and outer and outer != resumed_run_id else None
+def project_run_of_resume(resumed_run_id: str | None, project_run_id: str | None) -> str | None:
+    """The run `mlflow run` created (MLFLOW_RUN_ID) for a resume that continues another run (None when there is
+    none)."""
+    return project_run_id if resumed_run_id and project_run_id and project_run_id != resumed_run_id else None
 
 
 def resume_hint(config: TrainConfig, has_checkpoint: bool) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +30,7 @@ from ..launch.signals import Stopped
 from ..redact import first_line
 from ..tracking.null_sink import NullSink
 from .checkpoint_upload import settle_uploads
-from .environment import DEFAULT_FLUSH_TIMEOUT_S
+from .environment import DEFAULT_FLUSH_TIMEOUT_S, RunEnvironment
 from .observe import system_series
 from .output_folder import writes_into
 from .record import describe, run_name, start_tags, train_params
@@ -49,28 +48,30 @@ log = logging.getLogger(__name__)
 STOP_FLUSH_TIMEOUT = 10.0  # inside Kubernetes' 30 s grace; what is not sent by then is in the spill file
 
 
-def start_session(config: TrainConfig, prepared: Prepared) -> RunSession:
+def start_session(config: TrainConfig, prepared: Prepared, project_run_id: str | None) -> RunSession:
     """Rank 0's run: new, resumed (`resume=true`) or the one `mlflow run` / a sweep created."""
     from ..tracking.context import context_tags
     from ..tracking.session import RunSession
 
-    resume_id = run_to_resume(config)
+    resume_id = run_to_resume(config, project_run_id)
     if resume_id:
         from .resume_checks import ready_to_resume
 
         ready_to_resume(config, prepared, resume_id)  # refusals before the run is touched; the checkpoint here
     tags = {**context_tags(), **start_tags(config, prepared)}
-    return RunSession.start(config.experiment_name, run_name(config, prepared.device.kind), tags, resume_id)
+    return RunSession.start(config.experiment_name, run_name(config, prepared.device.kind), tags, resume_id,
+                            project_run_id)
 
 
-def open_run(config: TrainConfig, prepared: Prepared, ranks: RankInfo, tracked: bool = True,
-             flush_timeout_s: float = DEFAULT_FLUSH_TIMEOUT_S) -> TrackedRun | NullRun:
+def open_run(config: TrainConfig, prepared: Prepared, ranks: RankInfo, environment: RunEnvironment,
+             tracked: bool = True) -> TrackedRun | NullRun:
     """The first visit: start (or resume) the run, its dataset inputs and params; every rank learns its id."""
     from ..model.load import count_parameters
 
-    session = start_session(config, prepared) if ranks.is_main and tracked else None
-    run = TrackedRun(session, project_run_of_resume(session.run_id if config.resume else None), flush_timeout_s) \
-        if session is not None else None
+    project_run_id = environment.project_run_id
+    session = start_session(config, prepared, project_run_id) if ranks.is_main and tracked else None
+    run = TrackedRun(session, project_run_of_resume(session.run_id if config.resume else None, project_run_id),
+                     environment.flush_timeout_s) if session is not None else None
     try:
         if session is not None:
             with writes_into(config.output_dir):
@@ -78,7 +79,7 @@ def open_run(config: TrainConfig, prepared: Prepared, ranks: RankInfo, tracked: 
             from .dataset_inputs import log_dataset_inputs
 
             log_dataset_inputs(config, prepared.data)
-        run_id = broadcast_from_main(session.run_id if session else os.environ.get("MLFLOW_RUN_ID"), ranks)
+        run_id = broadcast_from_main(session.run_id if session else project_run_id, ranks)
         if session is not None:
             params = train_params(config, prepared, count_parameters(prepared.loaded.model))
             session.log_params(as_resumed(params, session.existing_params) if config.resume else params)
