@@ -1,8 +1,9 @@
 """A training whose phases take known times, watched from inside its parts: the truth for the phase breakdown.
 
 The real Trainer, the project's trainer class and its step-timing callback, on a model whose forward and
-backward, an optimizer whose step, and a collate function that each sleep a set time and record how long
-they really took (their own clocks, outside the code under test). With `torchrun --nproc_per_node 2` it runs
+backward, an optimizer whose step, and a collate function that each sleep a set time and record when each sleep
+began and ended, and a callback of the observer's own that stamps each step's end (their own clocks, outside the
+code under test). With `torchrun --nproc_per_node 2` it runs
 DDP over gloo, and one rank can sleep longer in forward: the other then waits that long in the all-reduce.
 
     python tests/phase_truth_worker.py OUT.json [--delay-rank R --delay-ms MS]   (or under torchrun)
@@ -23,10 +24,13 @@ STEPS, WARMUP, BATCH = 10, 2, 2
 
 
 class Observer:
-    """Each part's own durations, in seconds, in call order."""
+    """Each part's own durations, in seconds, in call order; every sleep's (part, start, end) in call order; the
+    instant each step ended, seen by a callback after the project's."""
 
     def __init__(self):
         self.seconds = defaultdict(list)
+        self.spans: list[tuple[str, float, float]] = []
+        self.step_ends: list[float] = []
 
     @contextmanager
     def timed(self, part: str):
@@ -34,7 +38,9 @@ class Observer:
         try:
             yield
         finally:
-            self.seconds[part].append(time.perf_counter() - started)
+            ended = time.perf_counter()
+            self.seconds[part].append(ended - started)
+            self.spans.append((part, started, ended))
 
     def sleep(self, part: str, extra_ms: float = 0.0) -> None:
         with self.timed(part):
@@ -44,7 +50,11 @@ class Observer:
 def build(observer: Observer, output_dir: str, forward_extra_ms: float, world: int, unmarked: frozenset = frozenset(),
           accumulate: int = 1):
     import torch
-    from transformers import Trainer, TrainingArguments
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    class StepEnds(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            observer.step_ends.append(time.perf_counter())
 
     class SleepyBackward(torch.autograd.Function):
         @staticmethod
@@ -92,7 +102,7 @@ def build(observer: Observer, output_dir: str, forward_extra_ms: float, world: i
     timing = StepTimingCallback(NullSink(), plan, lambda: meter.wait_seconds, WARMUP, 5)
     rows = STEPS * BATCH * world * accumulate * 2  # every rank fetches (and prefetches) its batches, to the end
     trainer = cls(model=model, args=args, train_dataset=[{"i": i} for i in range(rows)], step_timing=timing,
-                  meter=meter, data_collator=collate, callbacks=[timing],
+                  meter=meter, data_collator=collate, callbacks=[timing, StepEnds()],
                   optimizers=(SleepyOptimizer(model.parameters(), lr=0.01), None))
     return trainer, timing
 
@@ -119,7 +129,8 @@ def main() -> None:
     window = timing.result()
     report = timing.report()
     result = {"rank": rank, "steps": window.steps, "figures": window_figures(window),
-              "observed": dict(observer.seconds), "all_reduce_note": report.all_reduce,
+              "observed": dict(observer.seconds), "spans": observer.spans, "step_ends": observer.step_ends,
+              "all_reduce_note": report.all_reduce,
               "merged": [list(m) for m in report.merged]}
     path = options.out.replace(".json", f".rank{rank}.json")
     with open(path, "w", encoding="utf-8") as handle:
