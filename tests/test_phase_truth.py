@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 import pytest
+from phase_truth_worker import WARMUP  # the window leaves out the first steps
 
 from conftest import REPO
 
@@ -25,7 +26,6 @@ pytestmark = pytest.mark.slow
 WORKER = REPO / "tests" / "phase_truth_worker.py"
 PARTS = ("data_wait", "forward", "backward", "optimizer")
 DELAY_MS = 120.0
-WARMUP = 2  # the worker's: the window leaves out the first two steps
 
 
 def _run(tmp_path, launcher, *options):
