@@ -22,11 +22,12 @@ from bridgetower_mlflow.config import build_train_config, profile_window
 from bridgetower_mlflow.errors import ConfigError
 from bridgetower_mlflow.telemetry.phase_window import LeftOut, RankPhases, leave_out, window_figures
 from bridgetower_mlflow.telemetry.phases import PhaseRecorder, split_step
-from bridgetower_mlflow.telemetry.step_spread import step_spread
+from bridgetower_mlflow.telemetry.step_spread import epoch_start_cost, step_spread
 from bridgetower_mlflow.telemetry.step_timing import PhaseReport
 from bridgetower_mlflow.telemetry.throughput import RankThroughput
 from bridgetower_mlflow.train.advice import RunFacts, Verdict, advice
 from bridgetower_mlflow.train.findings import bottleneck, phase_tags
+from bridgetower_mlflow.train.summary import step_line
 
 FULL = [(INPUT_START, 0.020), (INPUT_END, 0.001), (FORWARD_END, 0.030), (BACKWARD_END, 0.050), ("step_end", 0.010)]
 
@@ -164,9 +165,39 @@ def test_the_verdict_is_the_largest_waiting_phase_at_or_above_a_fifth(shares, ex
     (RunFacts(0.01, 2, 50.0, 16, None, True, Verdict("compute", "the device's phases", 0.97), mfu_achievable=0.42),
      "compute-bound (wait 1%): more workers will not help; the device's phases hold 97% of the step, at 42% of the "
      "device's measured matmul rate"),
+    (RunFacts(0.02, 1, 60.0, 2, None, False, Verdict("compute", "the device's phases", 0.95), workers_restart=True,
+              epoch_start_extra_seconds=0.9, epoch_start_fraction=0.32),
+     "the loader starts its 1 worker(s) again at every epoch: an epoch's first step takes 0.90 s more than the "
+     "others' median (32% of the window): try hf_args='--dataloader_persistent_workers true'"),
+    (RunFacts(0.02, 1, 60.0, 2, None, False, Verdict("compute", "the device's phases", 0.95), workers_restart=True,
+              epoch_start_extra_seconds=0.2, epoch_start_fraction=0.09),
+     "compute-bound (wait 2%)"),  # under a tenth of the window: not worth the line
+    (RunFacts(0.02, 1, 60.0, 2, None, False, Verdict("compute", "the device's phases", 0.95), workers_restart=False,
+              epoch_start_extra_seconds=0.9, epoch_start_fraction=0.32),
+     "compute-bound (wait 2%)"),  # persistent workers (or none): the epoch's cost is not theirs to save
 ])
 def test_the_advice_names_the_lever_and_its_figure(facts, expected):
     assert expected in advice(facts)
+
+
+def test_the_step_line_says_what_an_epochs_first_step_cost_once_it_is_a_tenth_of_the_window():
+    metrics = {"train_phase_forward_fraction": 0.7, "train_phase_backward_fraction": 0.3,
+               "train_step_seconds_p50": 0.212, "train_step_seconds_p90": 1.11,
+               "train_epoch_start_extra_seconds": 0.9, "train_epoch_start_extra_fraction": 0.32}
+    assert step_line(metrics) == ("where a step went: forward 70%, backward 30% (step p50 0.212 s, p90 1.11 s; "
+                                  "an epoch's first step +0.90 s, 32% of the window)")
+    assert step_line({**metrics, "train_epoch_start_extra_fraction": 0.09}).endswith("(step p50 0.212 s, p90 1.11 s)")
+
+
+def test_the_epoch_start_cost_is_beyond_the_other_steps_median_and_absent_without_both_kinds():
+    seconds, firsts = (0.2, 1.1, 0.2, 0.3, 0.2, 1.0), (False, True, False, False, False, True)
+    figures = epoch_start_cost(seconds, firsts)
+    assert figures["train_epoch_start_steps"] == 2
+    assert figures["train_epoch_start_extra_seconds"] == pytest.approx(((1.1 - 0.2) + (1.0 - 0.2)) / 2)
+    assert figures["train_epoch_start_extra_fraction"] == pytest.approx(1.7 / sum(seconds))
+    assert epoch_start_cost(seconds, (False,) * 6) == {} and epoch_start_cost((1.0,), (True,)) == {}
+    assert window_figures(RankPhases(6, {"forward": sum(seconds)}, seconds, epoch_starts=firsts))[
+        "train_epoch_start_steps"] == 2
 
 
 def test_the_phase_tags_say_what_merged_and_what_is_absent():
@@ -265,7 +296,8 @@ def test_findings_tag_the_verdict_and_leave_joules_per_sample_out_of_a_profiled_
     monkeypatch.setattr("bridgetower_mlflow.telemetry.flops.flops_per_sample", lambda *a: 1e9)
     prepared = types.SimpleNamespace(
         loaded=types.SimpleNamespace(model=types.SimpleNamespace(config=None), image=types.SimpleNamespace(size=64)),
-        recipe=types.SimpleNamespace(precision="fp32"), args=types.SimpleNamespace(tf32=False),
+        recipe=types.SimpleNamespace(precision="fp32"),
+        args=types.SimpleNamespace(tf32=False, dataloader_persistent_workers=False),
         device=types.SimpleNamespace(kind="cpu", device_name="AMD EPYC", count=1), device_loader=None,
         adapter=types.SimpleNamespace(device_decode_loader_name=None, distribution_strategies=("ddp",)))
     metrics = {"train_samples_per_second": 100.0, "train_steady_state_seconds": 10.0, "dataloader_wait_fraction": 0.3,

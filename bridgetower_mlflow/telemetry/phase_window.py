@@ -18,7 +18,7 @@ from ..contract import (
     step_phase_seconds_metric,
 )
 from .phases import StepPhases
-from .step_spread import step_spread
+from .step_spread import epoch_start_cost, step_spread
 
 if TYPE_CHECKING:
     from .throughput import RankThroughput
@@ -38,13 +38,15 @@ class LeftOut:
 
 @dataclass(frozen=True)
 class RankPhases:
-    """One rank's window: step count, the steps' periods, phase totals (seconds), what was merged, what was left out."""
+    """One rank's window: step count, the steps' periods, phase totals (seconds), what was merged, what was left
+    out, and which steps opened an epoch (in the order of step_seconds)."""
 
     steps: int = 0
     phases: dict[str, float] = field(default_factory=dict)
     step_seconds: tuple[float, ...] = ()
     merged: tuple[Merge, ...] = ()
     left_out: LeftOut = LeftOut()
+    epoch_starts: tuple[bool, ...] = ()
 
     @property
     def seconds(self) -> float:
@@ -65,7 +67,7 @@ class PhaseWindow:
         for step in self._steps:
             merged += [merge for merge in step.merged if merge not in merged]
         return RankPhases(len(self._steps), totals(self._steps), tuple(s.seconds for s in self._steps),
-                          tuple(merged), left_out)
+                          tuple(merged), left_out, tuple(s.epoch_start for s in self._steps))
 
 
 def totals(steps: Sequence[StepPhases]) -> dict[str, float]:
@@ -78,7 +80,8 @@ def totals(steps: Sequence[StepPhases]) -> dict[str, float]:
 
 
 def window_figures(window: RankPhases) -> dict[str, float]:
-    """train_phase_<phase>_seconds_per_step and _fraction (summing to 1), and the step-time spread."""
+    """train_phase_<phase>_seconds_per_step and _fraction (summing to 1), the step-time spread and what an
+    epoch's first step cost beyond the others."""
     seconds = window.seconds
     if not window.steps or seconds <= 0:
         return {}
@@ -86,7 +89,7 @@ def window_figures(window: RankPhases) -> dict[str, float]:
     for phase, total in window.phases.items():
         figures[phase_seconds_metric(phase)] = total / window.steps
         figures[phase_fraction_metric(phase)] = total / seconds
-    return {**figures, **step_spread(window.step_seconds)}
+    return {**figures, **step_spread(window.step_seconds), **epoch_start_cost(window.step_seconds, window.epoch_starts)}
 
 
 def interval_figures(steps: Sequence[StepPhases]) -> dict[str, float]:

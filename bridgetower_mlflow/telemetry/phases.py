@@ -38,13 +38,15 @@ ORDER = (GAP, PHASE_HOST_TO_DEVICE, PHASE_FORWARD, PHASE_BACKWARD, PHASE_ALL_RED
 
 @dataclass(frozen=True)
 class StepPhases:
-    """One optimizer step: its period, its phases (seconds, summing to the period), its samples on this rank."""
+    """One optimizer step: its period, its phases (seconds, summing to the period), its samples on this rank,
+    and whether it opened an epoch (the Trainer began a new pass over its loader just before it)."""
 
     step: int
     seconds: float
     phases: dict[str, float]
     samples: int
     merged: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (merged phase, the phases it holds)
+    epoch_start: bool = False
 
 
 @dataclass
@@ -100,7 +102,7 @@ class PhaseRecorder:
         self.clock = timing.clock()
         self.unmarked = timing.unmarked
         self._open: _OpenStep | None = None
-        self._pending: deque[tuple[int, _OpenStep, Any, float, int]] = deque()
+        self._pending: deque[tuple[int, _OpenStep, Any, float, int, bool]] = deque()
 
     @property
     def started(self) -> bool:
@@ -118,12 +120,12 @@ class PhaseRecorder:
             return
         self._open.marks.append((point, self.clock.mark()))
 
-    def end_step(self, step: int, host_wait: float, samples: int) -> None:
+    def end_step(self, step: int, host_wait: float, samples: int, epoch_start: bool = False) -> None:
         """The optimizer step `step` ended; `host_wait`: seconds the host waited for its batches."""
         if self._open is None:
             return
         end = self.clock.mark()
-        self._pending.append((step, self._open, end, host_wait, samples))
+        self._pending.append((step, self._open, end, host_wait, samples, epoch_start))
         self._open = _OpenStep(end)
 
     def restart(self) -> None:
@@ -144,11 +146,12 @@ class PhaseRecorder:
             self.clock.synchronize()
         return self.ready_steps()
 
-    def _read(self, step: int, open_step: _OpenStep, end: Any, host_wait: float, samples: int) -> StepPhases:
+    def _read(self, step: int, open_step: _OpenStep, end: Any, host_wait: float, samples: int,
+              epoch_start: bool) -> StepPhases:
         durations, previous = [], open_step.start
         for point, marker in [*open_step.marks, (STEP_END, end)]:
             durations.append((point, self.clock.seconds(previous, marker)))
             previous = marker
         phases, merges = split_step(durations, host_wait)
         total = sum(seconds for _, seconds in durations)
-        return StepPhases(step, total, phases, samples, tuple(merges))
+        return StepPhases(step, total, phases, samples, tuple(merges), epoch_start)

@@ -1,4 +1,5 @@
-"""How steady the steps were: percentiles of the step time, its coefficient of variation, and the stalls."""
+"""How steady the steps were: percentiles of the step time, its coefficient of variation, the stalls, and what
+the steps that opened an epoch cost beyond the others (the Trainer's loader starts its workers again there)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import statistics
 from collections.abc import Sequence
 
 from ..contract import (
+    EPOCH_START_EXTRA_FRACTION_METRIC,
+    EPOCH_START_EXTRA_SECONDS_METRIC,
+    EPOCH_START_STEPS_METRIC,
     STALL_FACTOR,
     STEP_SECONDS_CV_METRIC,
     STEP_SECONDS_MAX_METRIC,
@@ -39,3 +43,19 @@ def step_spread(step_seconds: Sequence[float]) -> dict[str, float]:
         STEP_SECONDS_CV_METRIC: statistics.pstdev(step_seconds) / mean if mean > 0 else 0.0,
         STEP_STALLS_METRIC: float(sum(1 for seconds in step_seconds if seconds > STALL_FACTOR * median)),
     }
+
+
+def epoch_start_cost(step_seconds: Sequence[float], epoch_starts: Sequence[bool]) -> dict[str, float]:
+    """The window's steps that opened an epoch: their count, their mean seconds beyond the median of the other
+    steps, and that extra summed over the window's seconds; {} without both kinds of step in the window."""
+    if not any(epoch_starts):
+        return {}
+    firsts = [seconds for seconds, first in zip(step_seconds, epoch_starts, strict=True) if first]
+    others = [seconds for seconds, first in zip(step_seconds, epoch_starts, strict=True) if not first]
+    total = sum(step_seconds)
+    if not firsts or not others or total <= 0:
+        return {}
+    median = percentile(others, 0.5)
+    extra = sum(seconds - median for seconds in firsts)
+    return {EPOCH_START_STEPS_METRIC: float(len(firsts)), EPOCH_START_EXTRA_SECONDS_METRIC: extra / len(firsts),
+            EPOCH_START_EXTRA_FRACTION_METRIC: extra / total}

@@ -53,6 +53,7 @@ class StepTimingCallback(TrainerCallback):
         self._interval: list[StepPhases] = []
         self._samples = 0  # this step's, so far
         self._wait = 0.0  # the loader wait at the previous step's end
+        self._epoch_began = False  # the next step to end opens an epoch
         self._left_out = LeftOut()
         self._left_from: tuple[float, float] | None = None  # (time, wait) where the left-out steps began
 
@@ -104,11 +105,14 @@ class StepTimingCallback(TrainerCallback):
         if self.profiler is not None:
             self.profiler.start()
 
+    def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._epoch_began = True  # the Trainer iterates its loader afresh next (new workers unless persistent)
+
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         step, wait = state.global_step, self.wait_seconds()
         if self.recorder is not None:
-            self.recorder.end_step(step, wait - self._wait, self._samples)
-        self._wait, samples, self._samples = wait, self._samples, 0
+            self.recorder.end_step(step, wait - self._wait, self._samples, self._epoch_began)
+        self._wait, samples, self._samples, self._epoch_began = wait, self._samples, 0, False
         if self.profile_steps is not None:
             self._profile_step(step, samples)
         if self.recorder is not None:

@@ -10,6 +10,7 @@ from ..contract import (
     BOTTLENECK_COMPUTE,
     BOTTLENECK_HOST,
     BOTTLENECK_INPUT,
+    EPOCH_START_SHARE,
     INPUT_BOUND_BANDS,
 )
 
@@ -38,6 +39,9 @@ class RunFacts:
     hpu_graphs_possible: bool = False  # Gaudi's GaudiTrainer without use_hpu_graphs_for_training
     fast_ddp_possible: bool = False  # optimum-habana's fast_ddp, not used by this multi-device run
     mfu_achievable: float | None = None
+    workers_restart: bool = False  # the Trainer's loader starts its workers again each epoch (not persistent)
+    epoch_start_extra_seconds: float = 0.0  # an epoch's first step beyond the other steps' median
+    epoch_start_fraction: float = 0.0  # that extra, summed, as a share of the window
 
 
 def advice(facts: RunFacts) -> str:
@@ -54,6 +58,10 @@ def advice(facts: RunFacts) -> str:
         lever = ("distribution_strategy=fast_ddp" if facts.fast_ddp_possible
                  else f"a larger per_device_train_batch_size (now {facts.batch_size}): fewer all-reduces per sample")
         return f"communication-bound (the exposed all-reduce holds {verdict.share:.0%} of the step): try {lever}"
+    if facts.workers_restart and facts.epoch_start_fraction >= EPOCH_START_SHARE:
+        return (f"the loader starts its {facts.workers} worker(s) again at every epoch: an epoch's first step takes "
+                f"{facts.epoch_start_extra_seconds:.2f} s more than the others' median "
+                f"({facts.epoch_start_fraction:.0%} of the window): try hf_args='--dataloader_persistent_workers true'")
     if facts.wait_fraction >= moderate:
         return f"partly input-bound ({wait}): dataloader_num_workers={facts.workers + 1} may help"
     if facts.device_utilization is not None and facts.device_utilization < 60:

@@ -15,6 +15,8 @@ from ..contract import (
     BOTTLENECK_SHARE,
     BOTTLENECK_TAG,
     ENERGY_NOTE_TAG,
+    EPOCH_START_EXTRA_FRACTION_METRIC,
+    EPOCH_START_EXTRA_SECONDS_METRIC,
     MFU_ACHIEVABLE_METRIC,
     PHASE_ALL_REDUCE,
     PHASE_DATA_WAIT,
@@ -120,7 +122,11 @@ def findings(config: TrainConfig, prepared: Prepared, metrics: dict[str, float],
         hpu_graphs_possible=getattr(prepared.args, "use_hpu_graphs_for_training", None) is False,
         fast_ddp_possible=("fast_ddp" in prepared.adapter.distribution_strategies and config.devices > 1
                            and config.distribution_strategy != "fast_ddp"),
-        mfu_achievable=achievable.get(MFU_ACHIEVABLE_METRIC))
+        mfu_achievable=achievable.get(MFU_ACHIEVABLE_METRIC),
+        workers_restart=(config.dataloader_num_workers > 0 and prepared.device_loader is None
+                         and not prepared.args.dataloader_persistent_workers),
+        epoch_start_extra_seconds=metrics.get(EPOCH_START_EXTRA_SECONDS_METRIC, 0.0),
+        epoch_start_fraction=metrics.get(EPOCH_START_EXTRA_FRACTION_METRIC, 0.0))
     phases = phase_tags(observed.phases, metrics, prepared.device.count)
     tags = {**flops_tags, **energy_tags, **achievable_tags, **phases, ADVICE_TAG: advice(facts)}
     if verdict is not None:

@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING
 import click
 
 from ..contract import (
+    EPOCH_START_EXTRA_FRACTION_METRIC,
+    EPOCH_START_EXTRA_SECONDS_METRIC,
+    EPOCH_START_SHARE,
     PHASE_FORWARD_BACKWARD,
     PHASES,
     STEP_SECONDS_P50_METRIC,
@@ -46,11 +49,17 @@ def print_run_summary(result: TrainResult) -> None:
 
 
 def step_line(metrics: dict[str, float]) -> str:
-    """`where a step went: backward 51%, forward 41%, ... (step p50 0.61 s, p90 0.98 s)`; "" without a breakdown."""
+    """`where a step went: backward 51%, forward 41%, ... (step p50 0.61 s, p90 0.98 s)`, and what an epoch's
+    first step cost beyond the others where that is a tenth of the window; "" without a breakdown."""
     shares = sorted(((metrics[phase_fraction_metric(phase)], phase) for phase in (*PHASES, PHASE_FORWARD_BACKWARD)
                      if phase_fraction_metric(phase) in metrics), reverse=True)
     if not shares:
         return ""
-    spread = (f" (step p50 {metrics[STEP_SECONDS_P50_METRIC]:.3g} s, p90 {metrics[STEP_SECONDS_P90_METRIC]:.3g} s)"
-              if STEP_SECONDS_P50_METRIC in metrics and STEP_SECONDS_P90_METRIC in metrics else "")
+    notes = ([f"step p50 {metrics[STEP_SECONDS_P50_METRIC]:.3g} s, p90 {metrics[STEP_SECONDS_P90_METRIC]:.3g} s"]
+             if STEP_SECONDS_P50_METRIC in metrics and STEP_SECONDS_P90_METRIC in metrics else [])
+    epoch_start = metrics.get(EPOCH_START_EXTRA_FRACTION_METRIC, 0.0)
+    if epoch_start >= EPOCH_START_SHARE:
+        notes.append(f"an epoch's first step +{metrics[EPOCH_START_EXTRA_SECONDS_METRIC]:.2f} s, "
+                     f"{epoch_start:.0%} of the window")
+    spread = f" ({'; '.join(notes)})" if notes else ""
     return "where a step went: " + ", ".join(f"{phase} {share:.0%}" for share, phase in shares) + spread
