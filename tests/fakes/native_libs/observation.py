@@ -31,7 +31,8 @@ def observe(monkeypatch, adapter, device, ranks, during=None, samples: int = 3):
         monkeypatch.setattr(observe_module, "all_gather_objects", lambda obj, ranks: [obj])
     sink = RecordingSink()
     prepared = SimpleNamespace(adapter=adapter, device=device, device_loader=None, loaded=None,
-                               recipe=SimpleNamespace(precision="bf16"), args=SimpleNamespace())
+                               recipe=SimpleNamespace(precision="bf16"),
+                               args=SimpleNamespace(dataloader_persistent_workers=False))
     observation = observe_module.Observation(prepared, SimpleNamespace(buffer=sink, last_steps={}), ranks)
     observation.window.start()
     if during:
