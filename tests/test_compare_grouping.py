@@ -110,3 +110,21 @@ def test_the_study_image_backend_is_never_pooled_with_the_fast_one():
     assert len(sections) == 2
     pooled = {frozenset(cell.run_ids) for section in sections for row in section.rows for cell in row.cells.values()}
     assert pooled == {frozenset({"fast", "older"}), frozenset({"study"})}
+
+
+def test_runs_whose_hf_args_differ_are_never_pooled_as_repeats():
+    """hf_args changes what a run measures (persistent loader workers: 227 against 131 samples/s on the demo)."""
+    spec = TrainRunSpec("cpu", 0.0, workers=1)
+    persistent = [record_from_run(_run(replace(spec, samples_per_second=v), f"p{v}",
+                                       hf_args=text))
+                  for v, text in ((227.5, "--dataloader_persistent_workers true"),
+                                  (226.0, "--dataloader_persistent_workers=True"))]
+    restarting = [record_from_run(_run(replace(spec, samples_per_second=v), f"r{v}", hf_args=""))
+                  for v in (127.1, 131.9)]
+    older = record_from_run(_run(replace(spec, samples_per_second=129.0), "older"))  # no hf_args param at all
+    sections = build_sections([*persistent, *restarting, older], None)
+    pooled = {frozenset(cell.run_ids) for section in sections for row in section.rows for cell in row.cells.values()}
+    assert pooled == {frozenset({"p227.5", "p226.0"}), frozenset({"r127.1", "r131.9", "older"})}
+    (with_flag,) = [s for s in sections if s.config.get("hf_args")]
+    assert with_flag.config["hf_args"] == "--dataloader_persistent_workers=true"
+    assert len(build_sections([*persistent, *restarting], None, parse_allow_diff("hf_args"))) == 1

@@ -14,7 +14,7 @@ from .stats import median_or_none, olympic_mean
 # Everything that shaped a run except the accelerator and the data-loading setting.
 CONFIG_KEYS = (
     "model", "dataset", "dataset_config", "per_device_train_batch_size", "devices", "precision",
-    "max_seq_length", "distribution_strategy", "image_backend",
+    "max_seq_length", "distribution_strategy", "image_backend", "hf_args",
 )
 # Keys that never sit side by side, even when asked: different warmup rules measure different things.
 HARD_KEYS = ("source", "throughput_warmup_steps")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -87,6 +88,7 @@ class RunRecord:
     bottleneck: str = ""
     host_cpu_count: str = ""  # the host's cores (what CPU devices share)
     sweep_cell: str = ""  # the sweep grid cell this run repeats, where a sweep ran it
+    hf_args: str = ""  # the user's extra TrainingArguments flags, canonical (canonical_hf_args)
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,27 @@ def normalize_int(value: object, default: str = "") -> str:
     except ValueError:
         return text
     return str(int(number)) if number.is_integer() else text
+
+
+def canonical_hf_args(text: str) -> str:
+    """`--b 2 --a=True` -> `--a=true --b=2`: the same flags however spelled; text that does not split, as given."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return text.strip()
+    flags: list[str] = []
+    for word in words:
+        if word.startswith("--"):
+            flags.append(word)
+        elif flags and "=" not in flags[-1]:
+            flags[-1] += f"={word}"
+        else:
+            flags.append(word)
+    canonical = []
+    for flag in flags:
+        name, equals, value = flag.partition("=")
+        canonical.append(name + equals + (value.lower() if value.lower() in ("true", "false") else value))
+    return " ".join(sorted(canonical))
 
 
 def record_from_run(run: Run) -> RunRecord | None:
@@ -152,7 +175,7 @@ def record_from_run(run: Run) -> RunRecord | None:
         image_backend=params.get("image_backend") or "fast",
         phase_fractions=fractions, phase_seconds=seconds, phases_merged=tags.get(PHASES_MERGED_TAG, ""),
         bottleneck=tags.get(BOTTLENECK_TAG, ""), host_cpu_count=tags.get(HOST_CPU_COUNT_TAG, ""),
-        sweep_cell=tags.get(SWEEP_CELL_TAG, ""),
+        sweep_cell=tags.get(SWEEP_CELL_TAG, ""), hf_args=canonical_hf_args(params.get("hf_args") or ""),
     )
 
 
