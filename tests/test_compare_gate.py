@@ -63,6 +63,18 @@ def test_the_same_runs_pass_their_own_gate(store, compare):
     assert "passed; 10 checked, 0 in the gate but not here" in result.output
 
 
+def test_a_gate_written_before_a_configuration_key_existed_still_checks_its_cells(store, compare, tmp_path):
+    """Gate files outlive releases: a key the gate lacks (hf_args came later) is the key's empty value."""
+    document = json.loads(store[2].read_text())
+    for entry in document["entries"]:
+        del entry["key"]["hf_args"]
+    older = tmp_path / "older-gate.json"
+    older.write_text(json.dumps(document))
+    result = compare("--experiment-name", "slower", "--no-log", "--gate", str(older))
+    assert result.exit_code == 1 and "FAILED, 10 below; 10 checked, 0 in the gate but not here" in result.output
+    assert "None" not in result.output, result.output
+
+
 def test_a_set_ten_percent_slower_fails_and_lists_every_configuration(store, compare):
     result = compare("--experiment-name", "slower", "--gate", str(store[2]), "--tolerance", "0.95")
     assert result.exit_code == 1

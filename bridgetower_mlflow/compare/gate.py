@@ -36,13 +36,14 @@ def gate_key(group: GroupStats) -> GateKey:
 
 def key_text(key: GateKey) -> str:
     """`cpu w0 decode=cpu | model=tiny, ..., warmup steps=3` for the gate's report lines."""
-    config = ", ".join(f"{SHORT_KEY_NAMES.get(k, k)}={key.get(k)}" for k in CONFIG_KEYS if key.get(k) != "")
+    config = ", ".join(f"{SHORT_KEY_NAMES.get(k, k)}={key[k]}" for k in CONFIG_KEYS if key.get(k, "") != "")
     return (f"{key.get(ACCELERATOR_TAG)} w{key.get('dataloader_num_workers')} decode={key.get(DECODE_TAG)} | "
             f"{config}, warmup steps={key.get('throughput_warmup_steps')}")
 
 
 def _identity(key: GateKey) -> str:
-    return json.dumps({k: str(v) for k, v in key.items()}, sort_keys=True)
+    """The key as text; an empty value counts as absent, so a gate written before a key existed still matches."""
+    return json.dumps({k: str(v) for k, v in key.items() if str(v) != ""}, sort_keys=True)
 
 
 def measured_groups(comparison: Comparison) -> list[GroupStats]:
