@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from ..contract import (
@@ -115,7 +116,8 @@ def describe(config: TrainConfig, prepared: Prepared, metrics: dict[str, float],
     lines = [
         f"**{device.kind}** ({device.device_name}) x{device.count} · model `{config.model}` · "
         f"batch {config.per_device_train_batch_size}/device · {config.dataloader_num_workers} data-loader workers · "
-        f"decode: {decode} · {prepared.recipe.precision}",
+        f"decode: {decode} · {prepared.recipe.precision}"
+        + (f" · hf_args `{shlex.join(config.hf_args)}`" if config.hf_args else ""),
         "",
         "| metric | value |",
         "|---|---|",
