@@ -76,6 +76,23 @@ def test_phase_shares_sit_beside_samples_per_second_in_the_tables_csv_and_json()
     assert "train_phase_data_wait_fraction" in header and "train_phase_forward_backward_fraction" in header
 
 
+def test_what_an_epochs_first_step_cost_sits_beside_the_phases_where_runs_logged_it():
+    records = [record(f"w1-{n}", accel="cpu", samples_per_second=130.0 + n, workers=1, devices=1, phases=H100,
+                      epoch_start_fraction=share) for n, share in enumerate((0.44, 0.40, 0.46))]
+    records += [record("w0", accel="cpu", samples_per_second=100.0, devices=1, phases=H100)]  # no epoch ended
+    (section,) = build_sections(records, None)
+    cpu_only = Comparison([section], None, (), 2, {}, ["t (1)"])
+    caption, headers, rows = next(t for t in section_tables(section) if t[0].startswith("Where the step goes"))
+    assert headers[-2:] == ["epoch start", "bottleneck"]
+    assert [(row[0], row[-2]) for row in rows] == [("w0 decode=cpu", "-"), ("w1 decode=cpu", "44 %")]
+    groups = {g["setting"]: g for g in json.loads(to_json(cpu_only))["sections"][0]["groups"]}
+    assert groups["w1 decode=cpu"]["train_epoch_start_extra_fraction"] == pytest.approx(0.44)
+    assert "train_epoch_start_extra_fraction" not in groups["w0 decode=cpu"]
+    assert "train_epoch_start_extra_fraction" in to_csv(cpu_only).splitlines()[0].split(",")
+    plain = next(t for t in section_tables(comparison().sections[0]) if t[0].startswith("Where the step goes"))
+    assert "epoch start" not in plain[1]  # no run logged it: no column of dashes
+
+
 def test_runs_without_phases_have_no_phase_columns_anywhere():
     older = comparison(h100=(), gaudi2=())
     (section,) = older.sections

@@ -8,6 +8,8 @@ from .grouping import GroupStats
 from .phases import PHASE_ORDER, PHASE_SHORT
 from .speedups import ConfigSection
 
+EPOCH_START_COLUMN = "epoch start"  # train_epoch_start_extra_fraction: not a phase, the steps that opened an epoch
+
 
 def measured_cells(section: ConfigSection) -> list[tuple[str, str, GroupStats]]:
     """(row label, column, cell) for every cell whose runs logged a phase breakdown, in table order."""
@@ -22,16 +24,24 @@ def section_phases(section: ConfigSection) -> list[str]:
 
 
 def phase_table(section: ConfigSection) -> Table | None:
-    """One row per measured cell: samples/s, each phase's median share of the step, train's verdict tag."""
+    """One row per measured cell: samples/s, each phase's median share of the step, what epochs' first steps
+    cost beyond the others (where a run logged it), train's verdict tag."""
     cells = measured_cells(section)
     if not cells:
         return None  # runs from before the breakdown: no columns rather than zeros
     phases = section_phases(section)
+    epochs = any(cell.epoch_start_share is not None for _, _, cell in cells)
     rows = []
     for label, column, cell in cells:
         shares = cell.phase_shares()  # '-': merged into another phase (Gaudi lazy mode) or not measured
         rows.append([label, column, format_number(cell.median),
                      *(format_share(shares.get(phase)) for phase in phases),
+                     *([format_share(cell.epoch_start_share)] if epochs else []),
                      ", ".join(sorted(set(cell.bottlenecks))) or "-"])
-    headers = ["setting", ACCELERATOR_TAG, "samples/s", *(PHASE_SHORT[phase] for phase in phases), BOTTLENECK_TAG]
-    return "Where the step goes: median share of the measured window per phase", headers, rows
+    headers = ["setting", ACCELERATOR_TAG, "samples/s", *(PHASE_SHORT[phase] for phase in phases),
+               *([EPOCH_START_COLUMN] if epochs else []), BOTTLENECK_TAG]
+    caption = "Where the step goes: median share of the measured window per phase"
+    if epochs:
+        caption += ("; epoch start: what the steps that opened an epoch cost beyond the others' median, a share of "
+                    "the same window already inside the phases (the loader's workers start again there)")
+    return caption, headers, rows

@@ -8,7 +8,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..contract import ACCELERATOR_TAG, DECODE_TAG, PEAK_MEMORY_METRIC, THROUGHPUT_METRIC, phase_fraction_metric
+from ..contract import (
+    ACCELERATOR_TAG,
+    DECODE_TAG,
+    EPOCH_START_EXTRA_FRACTION_METRIC,
+    PEAK_MEMORY_METRIC,
+    THROUGHPUT_METRIC,
+    phase_fraction_metric,
+)
 from .comparison import Comparison
 from .cost import usd_per_million_samples
 from .grouping import CONFIG_KEYS, EFFICIENCY_FIELDS, GroupStats
@@ -30,7 +37,7 @@ CSV_FIELDS = (
     *EFFICIENCY_FIELDS, "usd_per_million_samples", PEAK_MEMORY_METRIC,
     "per_device_median", "spread", "noisy", "failed_repeats", "invalid",
 )
-PHASE_FIELDS = tuple(phase_fraction_metric(phase) for phase in PHASE_ORDER)
+PHASE_FIELDS = (*(phase_fraction_metric(phase) for phase in PHASE_ORDER), EPOCH_START_EXTRA_FRACTION_METRIC)
 
 
 def _cell_fields(comparison: Comparison, index: int, group: GroupStats, column: str) -> Row:
@@ -48,6 +55,7 @@ def _cell_fields(comparison: Comparison, index: int, group: GroupStats, column: 
         PEAK_MEMORY_METRIC: group.peak_memory_gb, "per_device_median": group.per_device_median,
         "spread": group.spread, "noisy": group.noisy, "failed_repeats": len(group.failures),
         "invalid": group.invalid, **{phase_fraction_metric(p): v for p, v in group.phase_shares().items()},
+        **({EPOCH_START_EXTRA_FRACTION_METRIC: group.epoch_start_share} if group.epoch_start_share is not None else {}),
     }
 
 

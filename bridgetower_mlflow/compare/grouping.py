@@ -78,6 +78,7 @@ class GroupStats:
     phase_fractions: dict[str, list[float]] = field(default_factory=dict)  # phase -> shares, runs that have it
     phase_seconds: dict[str, list[float]] = field(default_factory=dict)  # phase -> seconds per step
     bottlenecks: list[str] = field(default_factory=list)
+    epoch_start_fractions: list[float] = field(default_factory=list)  # of the runs that logged one
     host_cpu_counts: set[str] = field(default_factory=set)
     sweep_cells: set[tuple[str, str]] = field(default_factory=set)  # (sweep run, cell) its runs repeat
     failures: list[FailedRepeat] = field(default_factory=list)  # failed repeats of those sweep cells
@@ -102,6 +103,8 @@ class GroupStats:
         for phase, seconds in record.phase_seconds:
             self.phase_seconds.setdefault(phase, []).append(seconds)
         self.bottlenecks.extend([record.bottleneck] if record.bottleneck else [])
+        if record.epoch_start_fraction is not None:
+            self.epoch_start_fractions.append(record.epoch_start_fraction)
         self.host_cpu_counts.update([record.host_cpu_count] if record.host_cpu_count else [])
         if record.sweep_cell and record.parent_run_id:
             self.sweep_cells.add((record.parent_run_id, record.sweep_cell))
@@ -144,6 +147,11 @@ class GroupStats:
     def phase_shares(self) -> dict[str, float]:
         """Median share of the step per phase, for the phases its runs measured ({} where none did)."""
         return {phase: statistics.median(values) for phase, values in self.phase_fractions.items()}
+
+    @property
+    def epoch_start_share(self) -> float | None:
+        """Median share of the window that epochs' first steps cost beyond the others (None: no run logged it)."""
+        return median_or_none(self.epoch_start_fractions)
 
     def phase_step_seconds(self) -> dict[str, float]:
         return {phase: statistics.median(values) for phase, values in self.phase_seconds.items()}

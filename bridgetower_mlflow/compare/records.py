@@ -15,6 +15,7 @@ from ..contract import (
     DECODE_TAG,
     DEVICE_COUNT_TAG,
     DEVICE_NAME_TAG,
+    EPOCH_START_EXTRA_FRACTION_METRIC,
     HOST_CPU_COUNT_TAG,
     INPUT_BOUND_TAG,
     JOULES_PER_SAMPLE_METRIC,
@@ -89,6 +90,7 @@ class RunRecord:
     host_cpu_count: str = ""  # the host's cores (what CPU devices share)
     sweep_cell: str = ""  # the sweep grid cell this run repeats, where a sweep ran it
     hf_args: str = ""  # the user's extra TrainingArguments flags, canonical (canonical_hf_args)
+    epoch_start_fraction: float | None = None  # what epochs' first steps cost beyond the others, share of the window
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,7 @@ def record_from_run(run: Run) -> RunRecord | None:
         phase_fractions=fractions, phase_seconds=seconds, phases_merged=tags.get(PHASES_MERGED_TAG, ""),
         bottleneck=tags.get(BOTTLENECK_TAG, ""), host_cpu_count=tags.get(HOST_CPU_COUNT_TAG, ""),
         sweep_cell=tags.get(SWEEP_CELL_TAG, ""), hf_args=canonical_hf_args(params.get("hf_args") or ""),
+        epoch_start_fraction=metrics.get(EPOCH_START_EXTRA_FRACTION_METRIC),
     )
 
 

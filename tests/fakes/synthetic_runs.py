@@ -12,6 +12,7 @@ from bridgetower_mlflow.contract import (
     CPU_LOADER,
     DECODE_TAG,
     ENERGY_METRIC,
+    EPOCH_START_EXTRA_FRACTION_METRIC,
     ERROR_TAG,
     HOST_CPU_COUNT_TAG,
     JOULES_PER_SAMPLE_METRIC,
@@ -64,6 +65,7 @@ class TrainRunSpec:
     sweep_cell: str = ""  # the sweep grid cell it repeats (with parent_run_id)
     error: str = ""  # a failed run's reason (the `error` tag train or the sweep writes)
     host_cpu_count: int = 0
+    epoch_start_fraction: float | None = None  # train_epoch_start_extra_fraction, where an epoch began in the window
 
 
 def train_run_contents(spec: TrainRunSpec) -> tuple[dict, dict, dict]:
@@ -134,6 +136,8 @@ def _phase_metrics(spec: TrainRunSpec) -> dict:
     for phase, share in spec.phases:
         metrics[phase_fraction_metric(phase)] = share
         metrics[phase_seconds_metric(phase)] = share * step_seconds(spec)
+    if spec.epoch_start_fraction is not None:
+        metrics[EPOCH_START_EXTRA_FRACTION_METRIC] = spec.epoch_start_fraction
     return metrics
 
 
