@@ -52,6 +52,7 @@ def test_a_cpu_run_logs_its_breakdown_spread_achievable_rate_and_profile(cache_d
     metrics, tags, client = run.data.metrics, run.data.tags, MlflowClient(sqlite_uri)
     assert metrics["train_measured_steps"] == STEPS - WARMUP - 2  # the profiled steps are out of the window
     assert done.stdout.count("where a step went: ") == 1 and "(step p50 " in done.stdout
+    assert f"\nadvice: {run.data.tags['advice']}\n" in done.stdout  # the lever, where the user reads the figures
     _check_breakdown(metrics, [p for p in PHASES if p != "all_reduce"])
     assert tags["phases.clock"] == "host clock (time.perf_counter)"
     assert tags["phases.merged"].startswith("nothing merged")

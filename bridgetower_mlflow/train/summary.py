@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..contract import (
+    ADVICE_TAG,
     EPOCH_START_EXTRA_FRACTION_METRIC,
     EPOCH_START_EXTRA_SECONDS_METRIC,
     EPOCH_START_SHARE,
@@ -31,9 +32,11 @@ def print_run_summary(result: TrainResult) -> None:
 
     if result.spill_left:  # the server is away: asking it would only add minutes of retries
         status, experiment_id, metrics = "not recorded yet: tracking server away", None, result.metrics
+        advice = ""
     else:
         run = MlflowClient().get_run(result.run_id)
         status, experiment_id, metrics = run.info.status, run.info.experiment_id, result.metrics or run.data.metrics
+        advice = run.data.tags.get(ADVICE_TAG, "")
     click.echo(f"run {result.run_id} ({status}): "
                f"{metrics.get(THROUGHPUT_METRIC, float('nan')):.1f} samples/s, "
                f"dataloader wait {metrics.get(WAIT_METRIC, float('nan')):.1%}, "
@@ -41,6 +44,8 @@ def print_run_summary(result: TrainResult) -> None:
     where = step_line(metrics)
     if where:
         click.echo(where)
+    if advice:
+        click.echo(f"advice: {advice}")
     if result.model_version:
         click.echo(f"registered version {result.model_version}")
     if experiment_id is not None:
