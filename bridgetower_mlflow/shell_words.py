@@ -43,3 +43,19 @@ def shell_words(name: str, value: Any) -> tuple[str, ...]:
     if refused:
         raise refused
     return words
+
+
+def canonical_hf_args(text: str) -> str:
+    """`--b 2 --a=True` -> `--a=true --b=2`: the same flags however spelled; text that does not split, as given."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return text.strip()
+    flags: list[str] = []
+    for word in words:
+        if flags and not word.startswith("--") and "=" not in flags[-1]:
+            flags[-1] += f"={word}"  # a flag's value
+        else:
+            flags.append(word)
+    return " ".join(sorted(re.sub(r"=(true|false)$", lambda m: m.group(0).lower(), flag, flags=re.IGNORECASE)
+                           for flag in flags))

@@ -37,7 +37,8 @@ CSV_FIELDS = (
     *EFFICIENCY_FIELDS, "usd_per_million_samples", PEAK_MEMORY_METRIC,
     "per_device_median", "spread", "noisy", "failed_repeats", "invalid",
 )
-PHASE_FIELDS = (*(phase_fraction_metric(phase) for phase in PHASE_ORDER), EPOCH_START_EXTRA_FRACTION_METRIC)
+# a column each only where some run measured it: the phases, and what epochs' first steps cost
+MEASURED_SOMETIMES = (*(phase_fraction_metric(phase) for phase in PHASE_ORDER), EPOCH_START_EXTRA_FRACTION_METRIC)
 
 
 def _cell_fields(comparison: Comparison, index: int, group: GroupStats, column: str) -> Row:
@@ -85,8 +86,8 @@ def csv_rows(comparison: Comparison) -> list[Row]:
 
 
 def csv_fields(rows: list[Row]) -> tuple[str, ...]:
-    """CSV_FIELDS, plus a column per phase only where some run measured it (never a column of blanks)."""
-    return CSV_FIELDS + tuple(name for name in PHASE_FIELDS if any(name in row for row in rows))
+    """CSV_FIELDS, plus a MEASURED_SOMETIMES column only where some run measured it (never a column of blanks)."""
+    return CSV_FIELDS + tuple(name for name in MEASURED_SOMETIMES if any(name in row for row in rows))
 
 
 def to_csv(comparison: Comparison) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from ..contract import (
     WAIT_METRIC,
     WARMUP_TAG,
 )
+from ..shell_words import canonical_hf_args
 from .phases import Phases, read_phases
 from .repeats import FailedRepeat, failed_repeat
 
@@ -112,27 +112,6 @@ def normalize_int(value: object, default: str = "") -> str:
     except ValueError:
         return text
     return str(int(number)) if number.is_integer() else text
-
-
-def canonical_hf_args(text: str) -> str:
-    """`--b 2 --a=True` -> `--a=true --b=2`: the same flags however spelled; text that does not split, as given."""
-    try:
-        words = shlex.split(text)
-    except ValueError:
-        return text.strip()
-    flags: list[str] = []
-    for word in words:
-        if word.startswith("--"):
-            flags.append(word)
-        elif flags and "=" not in flags[-1]:
-            flags[-1] += f"={word}"
-        else:
-            flags.append(word)
-    canonical = []
-    for flag in flags:
-        name, equals, value = flag.partition("=")
-        canonical.append(name + equals + (value.lower() if value.lower() in ("true", "false") else value))
-    return " ".join(sorted(canonical))
 
 
 def record_from_run(run: Run) -> RunRecord | None:

@@ -48,12 +48,12 @@ def step_spread(step_seconds: Sequence[float]) -> dict[str, float]:
 def epoch_start_cost(step_seconds: Sequence[float], epoch_starts: Sequence[bool]) -> dict[str, float]:
     """The window's steps that opened an epoch: their count, their mean seconds beyond the median of the other
     steps, and that extra summed over the window's seconds; {} without both kinds of step in the window."""
-    if not any(epoch_starts):
+    if not any(epoch_starts):  # also a window built without the flags
         return {}
     firsts = [seconds for seconds, first in zip(step_seconds, epoch_starts, strict=True) if first]
     others = [seconds for seconds, first in zip(step_seconds, epoch_starts, strict=True) if not first]
     total = sum(step_seconds)
-    if not firsts or not others or total <= 0:
+    if not others or total <= 0:
         return {}
     median = percentile(others, 0.5)
     extra = sum(seconds - median for seconds in firsts)
