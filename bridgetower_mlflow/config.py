@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .contract import ACCELERATOR_KINDS, FALSE_WORDS, TRUE_WORDS
+from .contract import ACCELERATOR_KINDS, FALSE_WORDS, REGISTER_CHECKPOINTS, TRUE_WORDS
 from .errors import ConfigError
 from .profile_steps import check_profile_window, step_range, step_window
 from .shell_words import shell_words
+from .target import Target, parse_target, quality_target
 
 Parser = Callable[[str, Any], Any]  # (field name, raw value) -> the field's value
 MODEL_PRESETS = ("tiny", "base", "large")
@@ -144,6 +145,14 @@ class TrainConfig:
     learning_rate: float = option(1e-5, positive_number, "peak learning rate")
     throughput_warmup_steps: int = option(3, whole(0), "steps left out of train_samples_per_second")
     logging_steps: int = option(10, whole(1), "steps between logged losses and step throughput")
+    eval_steps: int = option(0, whole(0), "evaluate every N optimizer steps (each evaluation logged at its step); "
+                             "0: once, at the end")
+    target: str = option("", quality_target, "quality target: one eval metric, one comparison, one value, e.g. "
+                         "eval_recall_at_5>=0.20 (time_to_target_seconds, samples_to_target ...); empty: none")
+    stop_at_target: bool = option(True, parse_bool, "with a target: stop at the first evaluation that reaches it")
+    register_checkpoint: str = option("auto", choice("auto", *REGISTER_CHECKPOINTS),
+                                      "what register_as registers: best (the evaluated checkpoint best by the "
+                                      "target's metric) or last; auto: best with a target, else last")
     profile_steps: str = option("", step_range, "A-B: a torch.profiler window over global steps A..B, logged under "
                                 "profile/ and kept out of the measured window; empty: off")
     seed: int = option(42, whole(0), "random seed")
@@ -201,8 +210,23 @@ def build_train_config(**raw: Any) -> TrainConfig:
     if config.device_decode and config.image_backend != "fast":
         raise ConfigError("image_backend", config.image_backend, "allowed: fast when device_decode is true (device "
                                                                  "loaders decode on the accelerator, not with it)")
+    if config.register_checkpoint == "best" and not config.target:
+        raise ConfigError("register_checkpoint", "best", "allowed: last or auto without a target (best is ranked "
+                                                          "by the target's metric)")
     check_profile_window(config.profile_steps, config.throughput_warmup_steps, config.max_steps)
     return config
+
+
+def quality_of(config: TrainConfig) -> Target | None:
+    """The run's quality target; None without one."""
+    return parse_target(config.target)
+
+
+def checkpoint_to_register(config: TrainConfig) -> str:
+    """best or last: what register_as registers."""
+    if config.register_checkpoint == "auto":
+        return "best" if config.target else "last"
+    return config.register_checkpoint
 
 
 def profile_window(config: TrainConfig) -> tuple[int, int] | None:

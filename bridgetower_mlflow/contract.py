@@ -127,6 +127,26 @@ SYSTEM_PREFIX = "system/"
 MONITOR_LATE_SAMPLES = "monitor_late_samples"  # system/...: samples more than two intervals after the previous one
 MONITOR_MAX_GAP = "monitor_max_gap_seconds"  # system/...: the largest gap between two samples of the monitor
 
+# --- time to quality (MLPerf's clock: the first training step's start to the end of the evaluation that reached
+# the target, evaluations included) --------------------------------------------------------------------------
+TARGET_METRICS = ("eval_loss", "eval_recall_at_1", "eval_recall_at_5")  # what every evaluation computes
+LOWER_IS_BETTER = ("eval_loss",)
+TARGET_TAG = "target"  # the canonical spelling: eval_recall_at_5>=0.2
+TARGET_REACHED_TAG = "target.reached"  # true / false
+TIME_TO_TARGET_METRIC = "time_to_target_seconds"  # evaluations included (MLPerf)
+TIME_TO_TARGET_TRAIN_METRIC = "time_to_target_train_seconds"  # the same without the evaluations' own seconds
+SAMPLES_TO_TARGET_METRIC = "samples_to_target"  # rows the steps up to the reaching evaluation ran, all ranks
+STEPS_TO_TARGET_METRIC = "steps_to_target"  # optimizer steps (global step) of the reaching evaluation
+TARGET_BEST_METRIC = "target_best_value"  # the best value of the target's metric any evaluation saw
+EVAL_SAMPLES_INTERVAL_METRIC = "eval_samples_interval"  # samples between two evaluations (eval_steps x global batch)
+EVALUATIONS_METRIC = "evaluations"  # evaluations the run made (the one at the end included)
+# logged at each evaluation's global step beside its eval metrics: the x axes of the time-to-quality race
+EVAL_CLOCK_METRIC = "eval_clock_seconds"  # the clock at this evaluation's end (first step's start; evals included)
+EVAL_TRAIN_SAMPLES_METRIC = "eval_train_samples"  # training rows the steps up to this evaluation ran, all ranks
+CHECKPOINT_STEP_TAG = "checkpoint.step"  # on a LoggedModel of a checkpoint and on a registered version
+CHECKPOINT_URI_TAG = "checkpoint.uri"  # where a checkpoint's LoggedModel points (it is not copied)
+REGISTER_CHECKPOINTS = ("best", "last")
+
 # --- params --------------------------------------------------------------------------------------
 PARAMS_FILE = "params_full.json"
 

@@ -88,7 +88,7 @@ def test_one_secret_vocabulary():
 # Contract values that are also ordinary words of another meaning, so their spelling elsewhere is not a
 # second spelling of the contract: run kinds are also command and split names, and these tag names are also
 # TrainConfig fields or plain words.
-CONTRACT_WORDS = {"train", "sweep", "compare", "device", "dataset", "precision", "error"}
+CONTRACT_WORDS = {"train", "sweep", "compare", "device", "dataset", "precision", "error", "target"}
 # The families are also torch's device types and the vendors' own names: spelled only in the hardware layer.
 HARDWARE_WORDS = {"cuda", "gaudi"}
 
