@@ -7,12 +7,13 @@ import contextlib
 import io
 import shutil
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..contract import (
     ACCELERATOR_TAG,
     CAPTION_MATCH_METRIC,
+    CHECKPOINT_STEP_TAG,
     DATA_LOADER_TAG,
     DATASET_FINGERPRINT_TAG,
     DATASET_TAG,
@@ -123,29 +124,51 @@ def version_tags(config, prepared, metrics: dict, run_id: str) -> dict[str, str]
     return tags
 
 
-def publish_model(config, prepared, session, trainer, metrics: dict) -> str | None:
-    """Save, log and (with register_as) register; returns the registered version number or None."""
+@dataclass(frozen=True)
+class BestCheckpoint:
+    """The evaluated checkpoint register_as registers instead of the last model: its step, folder and metrics."""
+
+    step: int
+    folder: Path
+    metrics: dict
+
+
+def publish_model(config, prepared, session, trainer, metrics: dict, best: BestCheckpoint | None = None) -> str | None:
+    """Save, log and (with register_as) register the final model, or `best` where it is an earlier checkpoint
+    (logged then as a servable model of its own, at its step); returns the registered version number or None."""
     from mlflow.tracking import MlflowClient
 
     from ..redact import redact_text
 
-    folder = Path(prepared.args.output_dir) / "final-model"
-    ensure_room("output_dir", folder.name, folder.parent, model_bytes(trainer.model), MODEL_ADVICE,
-                "the model's parameters")
-    save_checkpoint(replace(prepared.loaded, model=trainer.model), folder, config.max_seq_length)
-    with tracking_refusal("log the model"):
-        info = log_pyfunc_model(folder, trainer.state.global_step)
+    step = trainer.state.global_step
+    info = _log_model(config, prepared, trainer.model, Path(prepared.args.output_dir) / "final-model", step)
     session.set_tags({MODEL_URI_TAG: info.model_uri})
     if not config.register_as:
         return None
-    tags = version_tags(config, prepared, metrics, session.run_id)
+    if best is not None and best.step != step:
+        model = type(_unwrapped(trainer.model)).from_pretrained(best.folder)  # on the host: only saved again
+        info = _log_model(config, prepared, model, Path(prepared.args.output_dir) / "best-model", best.step)
+        step, metrics = best.step, {**metrics, **best.metrics}
+    tags = {**version_tags(config, prepared, metrics, session.run_id), CHECKPOINT_STEP_TAG: str(step)}
     device = prepared.device
-    description = redact_text(f"{device.kind} x{device.count}, model {config.model}, run {session.run_id}: "
-                              f"{metrics.get(THROUGHPUT_METRIC, 0):.1f} samples/s")
+    description = redact_text(f"{device.kind} x{device.count}, model {config.model}, run {session.run_id}, step "
+                              f"{step}: {metrics.get(THROUGHPUT_METRIC, 0):.1f} samples/s")
     with tracking_refusal(f"register the model as {config.register_as!r}"):
         version = register_version(MlflowClient(), info, config.register_as, tags, description)
     session.set_tags({REGISTERED_MODEL_TAG: f"{config.register_as}/{version.version}"})
     return str(version.version)
+
+
+def _log_model(config, prepared, model, folder: Path, step: int):
+    """Save `model` with the run's tokenizer and image processor into `folder`, log it as the pyfunc at `step`."""
+    ensure_room("output_dir", folder.name, folder.parent, model_bytes(model), MODEL_ADVICE, "the model's parameters")
+    save_checkpoint(replace(prepared.loaded, model=model), folder, config.max_seq_length)
+    with tracking_refusal("log the model"):
+        return log_pyfunc_model(folder, step)
+
+
+def _unwrapped(model):
+    return model.module if hasattr(model, "module") else model
 
 
 @contextlib.contextmanager

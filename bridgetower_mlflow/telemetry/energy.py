@@ -23,6 +23,8 @@ class EnergyWindow:
     def __init__(self, counters: Iterable[EnergyCounter], note: str = ""):
         self.counters, self.note = list(counters), note
         self._start = self._end = None
+        self._paused_at: float | None = None
+        self._excluded = 0.0  # joules of the evaluations inside the window (not training's)
         if not self.counters and not self.note:
             self.note = "no hardware energy counter here (NVML, HLML or RAPL)"
 
@@ -45,9 +47,25 @@ class EnergyWindow:
         if self._start is not None:
             self._end = self._read()
 
+    def pause(self, paused: bool) -> None:
+        """An evaluation inside the window starts (True) or ends (False): its joules are left out."""
+        if self._start is None or self._end is not None:
+            return
+        if paused:
+            self._paused_at = self._read()
+            if self._paused_at is None:
+                self._start = None  # unknown from here on; _read said why
+        elif self._paused_at is not None:
+            now = self._read()
+            if now is None:
+                self._start = None
+            else:
+                self._excluded += now - self._paused_at
+            self._paused_at = None
+
     def joules(self) -> float | None:
         if self._start is None or self._end is None:
             if not self.note:
                 self.note = "the measured window never started (no step after the warmup)"
             return None
-        return self._end - self._start
+        return self._end - self._start - self._excluded

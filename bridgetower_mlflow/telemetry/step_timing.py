@@ -108,6 +108,10 @@ class StepTimingCallback(TrainerCallback):
     def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._epoch_began = True  # the Trainer iterates its loader afresh next (new workers unless persistent)
 
+    def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self.recorder is not None:  # an evaluation between two steps is in neither: the next one starts after it
+            self.recorder.restart()
+
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         step, wait = state.global_step, self.wait_seconds()
         if self.recorder is not None:

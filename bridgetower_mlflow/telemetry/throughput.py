@@ -41,11 +41,11 @@ class RankThroughput:
 
     steps: int
     samples: int  # rows of the batches its steps ran (a GA remainder and a smaller last batch as they ran)
-    seconds: float
+    seconds: float  # the window's wall time less the evaluations inside it
     wait_seconds: float
     total_seconds: float
     total_wait_seconds: float
-    eval_seconds: float = 0.0  # evaluations inside the window
+    eval_seconds: float = 0.0  # evaluations inside the window (not in `seconds`)
     save_seconds: float = 0.0  # checkpoint saves inside the window
 
 
@@ -54,8 +54,9 @@ class ThroughputCallback(TrainerCallback):
 
     Rows are counted by the train loader as it hands batches to the step loop (read through `meter`); a callback
     driven without a loader (unit tests: no meter, or none attached) counts `samples_per_step` a step. The window
-    is wall time from the end of the last warmup step to the end of training: the evaluations and checkpoint saves
-    inside it are the Trainer's own calls, timed by the Trainer (through `meter`).
+    is wall time from the end of the last warmup step to the end of training, less the evaluations inside it (an
+    `eval_steps` run trains as fast as one without): the evaluations and checkpoint saves inside it are the
+    Trainer's own calls, timed by the Trainer (through `meter`); saves stay in (they are training's cost).
     """
 
     def __init__(self, sink, meter: TrainerMeter | None, samples_per_step: int, warmup_steps: int,
@@ -73,6 +74,8 @@ class ThroughputCallback(TrainerCallback):
         self.samples_warm = self.samples_end = 0
         self.window = window  # the energy counters, read at the same instants as the clock
         self._last = None  # (time, step, wait, rows) at the previous logging step
+        if meter is not None and window is not None:
+            meter.evaluations.listeners.append(window.pause)  # an evaluation's joules are not training's
 
     def wait_seconds(self) -> float:
         """Seconds the training loop has waited for batches so far."""
@@ -95,12 +98,16 @@ class ThroughputCallback(TrainerCallback):
         measured = step - self.start_step - self.warmup_steps
         if self.t_warm is None or measured <= 0 or now <= self.t_warm:
             return None
-        return (self._rows(step) - self.samples_warm) * self.world / (now - self.t_warm)
+        seconds = now - self.t_warm - self._eval_seconds(self.t_warm, now)
+        return (self._rows(step) - self.samples_warm) * self.world / seconds if seconds > 0 else None
+
+    def _eval_seconds(self, start: float, end: float) -> float:
+        return self.meter.evaluations.seconds_within(start, end) if self.meter is not None else 0.0
 
     def window_wait_fraction(self, now: float) -> float:
         """This rank's loader wait over the window up to `now` (over every step before the window opens)."""
         start, waited = (self.t_warm, self.wait_warm) if self.t_warm is not None else (self.t_begin, 0.0)
-        seconds = now - start
+        seconds = now - start - self._eval_seconds(start, now)
         return min(1.0, (self.wait_seconds() - waited) / seconds) if seconds > 0 else 0.0
 
     def on_train_begin(self, args, state, control, **kwargs):
@@ -152,19 +159,19 @@ class ThroughputCallback(TrainerCallback):
             raise RuntimeError("the throughput window is read before training ended (on_train_end)")
         steps = self.final_step - self.start_step - self.warmup_steps
         total_wait = self.wait_seconds()
+        total = self.t_end - self.t_begin - self._eval_seconds(self.t_begin, self.t_end)
         if self.t_warm is None or steps <= 0:
-            return RankThroughput(steps=0, samples=0, seconds=0.0, wait_seconds=0.0,
-                                  total_seconds=self.t_end - self.t_begin, total_wait_seconds=total_wait)
+            return RankThroughput(steps=0, samples=0, seconds=0.0, wait_seconds=0.0, total_seconds=total,
+                                  total_wait_seconds=total_wait)
         samples = self.samples_end - self.samples_warm
         if not self._loader_counts() and per_rank_samples_per_step is not None:
             samples = steps * per_rank_samples_per_step
-        evals = saves = 0.0
+        evals, saves = self._eval_seconds(self.t_warm, self.t_end), 0.0
         if self.meter is not None:
-            evals = self.meter.evaluations.seconds_within(self.t_warm, self.t_end)
             saves = self.meter.saves.seconds_within(self.t_warm, self.t_end)
         return RankThroughput(
-            steps=steps, samples=samples, seconds=self.t_end - self.t_warm,
-            wait_seconds=total_wait - self.wait_warm, total_seconds=self.t_end - self.t_begin,
+            steps=steps, samples=samples, seconds=self.t_end - self.t_warm - evals,
+            wait_seconds=total_wait - self.wait_warm, total_seconds=total,
             total_wait_seconds=total_wait, eval_seconds=evals, save_seconds=saves,
         )
 

@@ -4,7 +4,7 @@ attaches itself when the Trainer builds it) and the spans of its own evaluations
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -13,15 +13,22 @@ if TYPE_CHECKING:
 
 
 class SpanClock:
-    """The spans of one kind of call, outermost only (GaudiTrainer's call of transformers' is one span)."""
+    """The spans of one kind of call, outermost only (GaudiTrainer's call of transformers' is one span).
+
+    `listeners` are called with True as an outermost span opens and False as it closes (the energy window pauses
+    across evaluations)."""
 
     def __init__(self) -> None:
         self._spans: list[tuple[float, float]] = []
         self._depth = 0
+        self.listeners: list[Callable[[bool], None]] = []
 
     @contextmanager
     def timing(self) -> Iterator[None]:
         self._depth += 1
+        if self._depth == 1:
+            for listener in self.listeners:
+                listener(True)
         started = time.perf_counter()
         try:
             yield
@@ -29,6 +36,13 @@ class SpanClock:
             self._depth -= 1
             if self._depth == 0:
                 self._spans.append((started, time.perf_counter()))
+                for listener in self.listeners:
+                    listener(False)
+
+    @property
+    def spans(self) -> tuple[tuple[float, float], ...]:
+        """(start, end) of every closed outermost span, in order."""
+        return tuple(self._spans)
 
     def seconds_within(self, start: float, end: float) -> float:
         """Seconds of the spans that lie wholly inside [start, end]."""

@@ -27,7 +27,9 @@ def common_training_kwargs(config: TrainConfig) -> dict[str, Any]:
         "save_strategy": "steps" if config.save_steps else "no",
         "save_steps": config.save_steps or 500,
         "save_total_limit": 2 if config.save_steps else None,
-        "eval_strategy": "no",
+        # every eval_steps optimizer steps, logged at its step (quality.QualityCallback adds one at the last step)
+        "eval_strategy": "steps" if config.eval_steps else "no",
+        "eval_steps": config.eval_steps or None,
         "report_to": "none",  # our callback owns what is logged; transformers' MLflowCallback stays off
         "remove_unused_columns": False,
         "adam_epsilon": 1e-6,  # optimum-habana's default, pinned everywhere so runs compare

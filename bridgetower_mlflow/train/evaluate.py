@@ -53,8 +53,10 @@ def caption_match_accuracy(scorer: Scorer, dataset: Any, rows: list[dict[str, An
     return correct / len(scored)
 
 
-def evaluate(trainer: Any, prepared: Prepared, config: TrainConfig, is_main: bool) -> dict[str, float]:
-    """eval_loss and retrieval recall on every rank (Trainer gathers); caption matching on rank 0."""
+def evaluate(trainer: Any, prepared: Prepared, config: TrainConfig, is_main: bool,
+             done: dict[str, float] | None = None) -> dict[str, float]:
+    """eval_loss and retrieval recall on every rank (Trainer gathers; `done`: the evaluation training ended with,
+    not run again); caption matching on rank 0."""
     rows = len(prepared.data.validation)
     log.info("evaluating on %d validation rows", rows)
     if is_main:
@@ -62,7 +64,7 @@ def evaluate(trainer: Any, prepared: Prepared, config: TrainConfig, is_main: boo
             log.warning("eval_recall_at_%d not logged: the validation split has %d rows (recall@k needs more "
                         "than k, else every row is a hit; computed: %s)", k, rows,
                         ", ".join(f"eval_recall_at_{j}" for j in RECALL_KS if j < rows) or "none")
-    metrics = {k: v for k, v in trainer.evaluate().items() if k in EVAL_METRICS}
+    metrics = {k: v for k, v in (done if done is not None else trainer.evaluate()).items() if k in EVAL_METRICS}
     if is_main:
         model = trainer.model
         model.eval()

@@ -16,9 +16,13 @@ if TYPE_CHECKING:
 import dataclasses
 import logging
 
+from ..config import quality_of
 from ..contract import (
     ACHIEVABLE_TFLOPS_METRIC,
     CPU_DECODED_METRIC,
+    EVAL_METRICS,
+    EVAL_SAMPLES_INTERVAL_METRIC,
+    EVALUATIONS_METRIC,
     PEAK_MEMORY_METRIC,
     RUNTIME_METRIC,
     TRAIN_LOSS_METRIC,
@@ -28,6 +32,7 @@ from ..telemetry.phase_window import RankPhases, leave_out, slowest, window_figu
 from .evaluate import evaluate
 from .findings import findings
 from .observe import gather_nodes
+from .quality import QualityCallback, target_outcome
 from .result import Measured
 
 log = logging.getLogger(__name__)
@@ -43,13 +48,19 @@ def measure(config: TrainConfig, prepared: Prepared, fitted: Fitted, observed: O
     """
     metrics = _figures(config, prepared, fitted, ranks)
     observed, node_series = gather_nodes(observed, ranks)  # after the evaluation, on every rank alike
+    quality = fitted.trainer.quality
+    # the evaluation training ended with was logged at the last step as it ran: close does not log it again
+    logged = tuple(EVAL_METRICS) if quality.at_step(fitted.trainer.state.global_step) else ()
     if not with_findings:
-        return Measured(metrics, {}, node_series)
+        return Measured(metrics, {}, node_series, logged)
     timing = fitted.trainer.step_timing
     if timing is not None:  # how this rank timed the step's phases (every rank times them alike)
         observed = dataclasses.replace(observed, phases=timing.report())
     found, tags = findings(config, prepared, metrics, observed)
-    return Measured({**metrics, **found}, tags, node_series)
+    target = quality_of(config)
+    if target is not None:
+        tags.update(target_outcome(target, quality.all(), None)[1])
+    return Measured({**metrics, **found}, tags, node_series, logged)
 
 
 def _figures(config: TrainConfig, prepared: Prepared, fitted: Fitted, ranks: RankInfo) -> dict[str, Any]:
@@ -67,11 +78,32 @@ def _figures(config: TrainConfig, prepared: Prepared, fitted: Fitted, ranks: Ran
         metrics[CPU_DECODED_METRIC] = sum(all_gather_objects(prepared.device_loader.cpu_decoded_images(), ranks))
     if ranks.is_main:
         metrics.update(_achievable(prepared, fitted))
-    metrics.update(evaluate(fitted.trainer, prepared, config, ranks.is_main))
+    quality = fitted.trainer.quality
+    last = quality.at_step(fitted.trainer.state.global_step)  # the evaluation at the last step, on the clock
+    metrics.update(evaluate(fitted.trainer, prepared, config, ranks.is_main, last.metrics if last else None))
+    metrics.update(_quality(config, prepared, quality, ranks))
     peak = prepared.adapter.peak_memory_gb()
     if peak is not None:
         metrics[PEAK_MEMORY_METRIC] = peak
     return metrics
+
+
+def _quality(config: TrainConfig, prepared: Prepared, quality: QualityCallback, ranks: RankInfo) -> dict[str, Any]:
+    """The target's figures (samples to it summed over the ranks), the evaluations' count and interval in samples."""
+    args = prepared.args
+    rows = all_gather_objects(quality.reaching_rows(), ranks)
+    figures: dict[str, Any] = {}
+    if config.eval_steps:
+        figures[EVAL_SAMPLES_INTERVAL_METRIC] = float(config.eval_steps * args.per_device_train_batch_size
+                                                      * args.gradient_accumulation_steps * max(1, args.world_size))
+    if quality.final:
+        figures[EVALUATIONS_METRIC] = float(len(quality.all()))
+    target = quality_of(config)
+    if target is not None:
+        counted = [r for r in rows if r is not None]
+        samples = quality.prior.samples + sum(counted) if len(counted) == len(rows) else None
+        figures.update(target_outcome(target, quality.all(), samples)[0])
+    return figures
 
 
 def _rank_phases(fitted: Fitted) -> RankPhases:

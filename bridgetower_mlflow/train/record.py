@@ -27,6 +27,7 @@ from ..contract import (
     RUN_KIND_TAG,
     RUN_KIND_TRAIN,
     SOFTWARE_TAG_PREFIX,
+    TARGET_TAG,
     TFLOPS_METRIC,
     THROUGHPUT_METRIC,
     THROUGHPUT_PER_DEVICE_METRIC,
@@ -78,6 +79,8 @@ def start_tags(config: TrainConfig, prepared: Prepared) -> dict[str, str]:
         MODEL_PRESET_TAG: config.model,
         **prepared.recipe.tags,
     }
+    if config.target:  # before training: an interrupted run still says what it was aiming for
+        tags[TARGET_TAG] = config.target
     if prepared.fallback_reason:
         tags[FALLBACK_REASON_TAG] = prepared.fallback_reason
     if config.resume:

@@ -28,6 +28,7 @@ class Measured:
     metrics: dict[str, Any]
     tags: dict[str, str] = field(default_factory=dict)
     node_series: tuple[Sample, ...] = ()
+    logged: tuple[str, ...] = ()  # metrics already logged at the last step (the evaluation training ended with)
 
 
 @dataclass

@@ -173,22 +173,35 @@ class TrackedRun:
         metrics = measured.metrics
         self.session.set_tags(measured.tags)
         settle_uploads(self.run_id, self.flush_timeout_s)  # the last checkpoint whole on the server, then the end
-        version = self._record(config, prepared, fitted.trainer, metrics, measured.tags[ADVICE_TAG])
+        version = self._record(config, prepared, fitted.trainer, measured, self._uploaded(config))
         barrier(ranks)
         left = self.session.finish("FINISHED", self.flush_timeout_s)
         self._settle_project_run("FINISHED")
         spill = str(self.session.buffer.spill_path) if left else None
         return TrainResult(self.run_id, metrics, version, left, spill)
 
-    def _record(self, config: TrainConfig, prepared: Prepared, trainer: Any, metrics: dict[str, float],
-                advice: str) -> str | None:
-        """Final metrics, tags and description into the run's buffer; the model logged. Returns its version."""
+    def _uploaded(self, config: TrainConfig) -> tuple[str, ...]:
+        """The run's whole checkpoints on the server (their LoggedModels point there)."""
+        if not config.checkpoint_upload:
+            return ()
+        from .remote_checkpoints import list_remote
+
+        try:
+            return list_remote(self.session.client, self.run_id).whole
+        except Exception as exc:  # noqa: BLE001 - then the models point at the run folder
+            log.warning("could not list the uploaded checkpoints: %s", first_line(exc))
+            return ()
+
+    def _record(self, config: TrainConfig, prepared: Prepared, trainer: Any, measured: Measured,
+                uploaded: tuple[str, ...]) -> str | None:
+        """Final metrics, tags and description into the run's buffer; the evaluated checkpoints and the model
+        logged. Returns the registered version."""
         from ..model.publish import publish_model
+        from .logged_models import record_checkpoints
 
-        session = self.session
-
+        session, metrics, advice = self.session, measured.metrics, measured.tags[ADVICE_TAG]
         bound = input_bound_label(metrics[WAIT_METRIC])
-        final = {k: float(v) for k, v in metrics.items() if v is not None}
+        final = {k: float(v) for k, v in metrics.items() if v is not None and k not in measured.logged}
         session.buffer.log_metrics(final, trainer.state.global_step)
         session.set_tags({INPUT_BOUND_TAG: bound})
         if THROUGHPUT_METRIC not in metrics:
@@ -201,8 +214,9 @@ class TrackedRun:
         if not session.buffer.flush(self.flush_timeout_s):
             log.warning("the final metrics are not in the store yet (%d records queued): the logged model will not "
                         "carry them", session.buffer.pending())
+        best = record_checkpoints(config, trainer, session, uploaded)
         with writes_into(config.output_dir):
-            return publish_model(config, prepared, session, trainer, metrics)
+            return publish_model(config, prepared, session, trainer, metrics, best)
 
     def fail(self, exc: BaseException) -> None:
         """KILLED on a stop signal, FAILED with the reason otherwise; a refused resume leaves the run as it was.

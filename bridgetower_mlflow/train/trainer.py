@@ -9,6 +9,7 @@ from ..data.cpu_images import normalize_batch
 from ..telemetry.loader_wait import TimedLoader
 from ..telemetry.trainer_meter import TrainerMeter
 from .loaders import ResumingLoader
+from .quality import QualityCallback
 from .step_marks import with_step_marks, with_timed_pauses
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
 
     class BridgeTowerTrainer(base):
         train_loader: ResumingLoader | None = None
+        quality: QualityCallback | None = None  # its evaluations on the time-to-quality clock (build_trainer)
 
         def __init__(self, *args: Any, device_loader: DeviceLoader | None = None, image: ImageSpec | None = None,
                      step_timing: StepTimingCallback | None = None, meter: TrainerMeter | None = None,
@@ -84,7 +86,9 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
 
 def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | NullSink,
                   progress_s: float = 10.0, energy: EnergyWindow | None = None) -> tuple[Any, ThroughputCallback]:
-    """(trainer, throughput callback) for `prepared`; metrics go to `sink` (a MetricBuffer or NullSink)."""
+    """(trainer, throughput callback) for `prepared`; metrics go to `sink` (a MetricBuffer or NullSink). The
+    trainer's `quality` is its evaluations on the time-to-quality clock."""
+    from ..config import quality_of
     from ..data.collate import collate_batch
     from ..telemetry.progress import ProgressPrinter
     from ..telemetry.step_timing import StepTimingCallback
@@ -102,17 +106,20 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | 
     timing = StepTimingCallback(sink, _phase_timing(prepared), throughput.wait_seconds,
                                 config.throughput_warmup_steps, int(args.logging_steps), _profile(config, prepared))
     captions = [r[prepared.data.caption_column] for r in prepared.data.validation_rows]
-    durable = _persist_on_save(sink)
+    quality = QualityCallback(sink, meter, quality_of(config), config.stop_at_target,
+                              final=bool(config.eval_steps or config.target))
+    durable = _persist_on_save(sink)  # after quality's: an evaluation's metrics are queued before a checkpoint
     trainer = cls(model=prepared.loaded.model, args=args, train_dataset=prepared.data.train,
                   device_loader=prepared.device_loader, image=prepared.loaded.image, step_timing=timing,
                   meter=meter,
                   eval_dataset=prepared.data.validation, data_collator=collate_batch,
-                  callbacks=[timing, throughput, ProgressPrinter(throughput, progress_s), durable,
-                             *checkpoint_callbacks(config, sink),
+                  callbacks=[timing, throughput, ProgressPrinter(throughput, progress_s), quality, durable,
+                             *checkpoint_callbacks(config, sink),  # after quality's: its state goes in the marker
                              *prepared.recipe.callbacks],
                   compute_metrics=retrieval_metrics_fn(captions), preprocess_logits_for_metrics=keep_embeddings,
                   **prepared.recipe.trainer_kwargs)
     _console_without_trainer_speeds(trainer)
+    trainer.quality = quality
     return trainer, throughput
 
 
