@@ -3,8 +3,11 @@ figures its records give, and their comparison with what the run logged.
 
 The records come from tests/truth_observer.py (one JSON per training process). Every observed figure follows
 the rule README states for the reported one (the window opens at the end of the last warmup step, or when the
-train loader starts with no warmup, and closes when `Trainer.train` returns; samples are summed over the ranks,
-seconds are the slowest rank's), computed from those records and clocks alone.
+train loader starts with no warmup, and closes when `Trainer.train` returns, less the evaluations inside it;
+samples are summed over the ranks, seconds are the slowest rank's; the time-to-target clock runs from an attempt's
+first train-loader iteration to the end of the evaluation that reached the target, a resume adding its earlier
+attempt's clock up to the end of the checkpoint save it continued from), computed from those records and clocks
+alone.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 TICK = os.sysconf("SC_CLK_TCK")
 RATE_TOLERANCE = 0.03  # rates and seconds: within 3 %
 WAIT_TOLERANCE = 0.05  # loader wait fraction: within 0.05 absolute
-EXACT = ("samples counted", "measured steps", "torch threads")
+EXACT = ("samples counted", "measured steps", "torch threads", "samples to target", "steps to target")
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,8 @@ class Window:
 
     @property
     def seconds(self) -> float:
-        return self.end - self.start
+        """The window's wall time less the evaluations inside it (training's own seconds)."""
+        return self.end - self.start - self.evals
 
 
 def load_records(folder: Path) -> list[dict]:
@@ -204,12 +208,49 @@ def observed_figures(records: list[dict], warmup: int, flops_per_sample: float |
     return figures
 
 
+def _first_train_iteration(record: dict) -> float:
+    start = record["train_starts"][0]
+    return min(t for t in record["loader_iters"] if t >= start)
+
+
+def _rows_before(record: dict, instant: float) -> int:
+    return sum(rows for started, rows in record["batches"] if started < instant)
+
+
+def observed_quality(attempts: list[list[dict]], reached) -> dict[str, float]:
+    """Time, training time, samples and steps to the first evaluation `reached(metrics)` accepts, from the records
+    of each attempt (rank 0 first; a resume's killed attempts before its last, each continued from its last
+    checkpoint: its evaluations after that save were thrown away); {} when none reached it."""
+    clock = evals = 0.0
+    samples = 0
+    for number, ranks in enumerate(attempts):
+        main, start = ranks[0], _first_train_iteration(ranks[0])
+        until = main["saves"][-1][1] if number < len(attempts) - 1 else float("inf")
+        kept = [(index, step) for index, (step, metrics) in enumerate(main["eval_metrics"])
+                if main["evals"][index][1] <= until and reached(metrics)]
+        if kept:
+            index, step = kept[0]
+            eval_start, eval_end = main["evals"][index]
+            clock += eval_end - start
+            evals += _inside(main["evals"], start, eval_end)
+            samples += sum(_rows_before(record, eval_start) for record in ranks)
+            return {"time to target": clock, "training time to target": clock - evals,
+                    "samples to target": samples, "steps to target": step}
+        if until != float("inf"):
+            clock += until - start
+            evals += _inside(main["evals"], start, until)
+            samples += sum(_rows_before(record, main["saves"][-1][0]) for record in ranks)
+    return {}
+
+
 REPORTED = {"samples counted": "train_measured_samples", "measured steps": "train_measured_steps",
             "steady seconds": "train_steady_state_seconds", "samples/s": "train_samples_per_second",
             "per-device samples/s": "train_samples_per_second_per_device",
             "loader wait fraction": "dataloader_wait_fraction", "eval seconds in window": "train_window_eval_seconds",
             "save seconds in window": "train_window_save_seconds", "TFLOP/s": "train_model_tflops_per_second",
-            "TFLOP/s per device": "train_model_tflops_per_second_per_device"}
+            "TFLOP/s per device": "train_model_tflops_per_second_per_device",
+            "time to target": "time_to_target_seconds", "training time to target": "time_to_target_train_seconds",
+            "samples to target": "samples_to_target", "steps to target": "steps_to_target"}
 
 
 def reported_figures(metrics: dict, tags: dict) -> dict[str, float]:

@@ -9,7 +9,10 @@ Used by tests/test_truth.py and benchmarks/bench_truth.py.
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,6 +29,7 @@ from truth_figures import (
     load_records,
     observed_figures,
     observed_flops_per_sample,
+    observed_quality,
     reported_figures,
     workers_cpu_percent,
 )
@@ -51,6 +55,18 @@ class Config:
     killed_at: int = 0  # > 0: a resume; an attempt with the same options is killed at this step first
     gaudi: bool = False
 
+    @property
+    def target(self) -> str:
+        """The --target the run was given ("" for none)."""
+        options = list(self.options)
+        return options[options.index("--target") + 1] if "--target" in options else ""
+
+    def with_target(self, target: str) -> Config:
+        """The same run with another --target."""
+        options = list(self.options)
+        options[options.index("--target") + 1] = target
+        return dataclasses.replace(self, options=tuple(options))
+
 
 def _options(batch: int, warmup: int, workers: int, hf_args: str, *more: str) -> tuple[str, ...]:
     return ("--per-device-train-batch-size", str(batch), "--throughput-warmup-steps", str(warmup),
@@ -60,8 +76,12 @@ def _options(batch: int, warmup: int, workers: int, hf_args: str, *more: str) ->
 
 # 240 training rows. GA 2 at batch 16: 15 batches an epoch, so its 8th step runs one batch (the remainder) and
 # step 9 starts the second epoch; evaluations at steps 5 and 10, checkpoints at 6 and 10, all inside the window.
-GA_REMAINDER = _options(16, 0, 2, "--gradient_accumulation_steps 2 --eval_strategy steps --eval_steps 5",
-                        "--save-steps", "6", "--max-steps", "10")
+# A target every evaluation reaches, training on past it: the time to target is the first evaluation's (the resume
+# aims at one only its second evaluation reaches); learning rate 1e-3, so eval_loss moves between the two.
+EVERY_EVALUATION = "eval_loss<=1000000.0"
+GA_REMAINDER = _options(16, 0, 2, "--gradient_accumulation_steps 2", "--eval-steps", "5", "--target",
+                        EVERY_EVALUATION, "--stop-at-target", "false", "--learning-rate", "1e-3", "--save-steps", "6",
+                        "--max-steps", "10")
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}  # set by the user: kept (two threads on a loaded 2-core host crawl)
 CONFIGS = {
     # GA 2 with a remainder, an epoch boundary, an evaluation and a save inside the window, 2 workers, warmup 0,
@@ -74,12 +94,14 @@ CONFIGS = {
     # max_steps, warmup 3, no workers
     "epochs": Config("epochs", _options(25, 3, 0, "--gradient_accumulation_steps 2 --dataloader_drop_last false",
                                         "--num-train-epochs", "2"), 3, ONE_THREAD),
-    # two ranks (torchrun), GA 1, warmup 2; OMP_NUM_THREADS left unset: each rank takes its share of the cores
-    "two-ranks": Config("two-ranks", _options(8, 2, 1, "", "--devices", "2", "--max-steps", "8"), 2),
+    # two ranks (torchrun), GA 1, warmup 2; OMP_NUM_THREADS left unset: each rank takes its share of the cores;
+    # evaluations every 4 steps and a target the first reaches: training stops at step 4 of 8 (not inflated)
+    "two-ranks": Config("two-ranks", _options(8, 2, 1, "", "--devices", "2", "--max-steps", "8", "--eval-steps", "4",
+                                              "--target", EVERY_EVALUATION), 2),
     # the real GaudiTrainer (optimum-habana 1.21.2, CPU mode) in .venv-gaudi: GA with a remainder, then a resume
     "gaudi-ga": Config("gaudi-ga", ("--accel", "gaudi2", *_options(
-        16, 0, 2, f"{HPU_ONLY_OFF} --gradient_accumulation_steps 2", "--save-steps", "6", "--max-steps", "10")),
-        0, ONE_THREAD, gaudi=True),
+        16, 0, 2, f"{HPU_ONLY_OFF} --gradient_accumulation_steps 2", "--save-steps", "6", "--max-steps", "10",
+        "--eval-steps", "5", "--target", EVERY_EVALUATION, "--stop-at-target", "false")), 0, ONE_THREAD, gaudi=True),
 }
 CONFIGS["gaudi-resume"] = Config("gaudi-resume", CONFIGS["gaudi-ga"].options, 0, ONE_THREAD, killed_at=7, gaudi=True)
 
@@ -178,6 +200,13 @@ def _mfu_figures(metrics: dict, observed: dict, ranks: int) -> tuple[dict, dict]
             {"MFU (achievable)": observed["TFLOP/s"] / ranks / metrics["device_achievable_tflops"]})
 
 
+def reached_by(target: str):
+    """The observer's own reading of a target: metrics -> reached (no product code)."""
+    metric, comparison, value = re.fullmatch(r"(\w+)(<=|>=|<|>)(.+)", target).groups()
+    compare_with = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt}[comparison]
+    return lambda metrics: metric in metrics and compare_with(metrics[metric], float(value))
+
+
 def _observed(config: Config, folder: Path, records: list, watcher: TreeWatcher, output: str) -> Observed:
     from mlflow.tracking import MlflowClient
 
@@ -198,6 +227,9 @@ def _observed(config: Config, folder: Path, records: list, watcher: TreeWatcher,
     mfu_reported, mfu_observed = _mfu_figures(metrics, observed, len(records))
     reported.update(mfu_reported)
     observed.update(mfu_observed)
+    if config.target:
+        attempts = [load_records(folder / "killed-records")] if config.killed_at else []
+        observed.update(observed_quality([*attempts, records], reached_by(config.target)))
     checks = compare(reported, observed)
     if cpu is not None:
         checks.append(Check("loader-worker CPU %", cpu[0], cpu[1], allowed=cpu[2]))

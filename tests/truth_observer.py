@@ -7,10 +7,11 @@ inherits it). It patches only the libraries, as they are imported, never bridget
 - multiprocessing's reaping of forked children: each worker's CPU seconds from wait4 (its exit included);
 - the Trainer's `training_step` (transformers' and GaudiTrainer's own): each batch that ran, with its real rows;
 - torch's global optimizer-step hook: the instant each optimizer step ended;
-- the Trainer's `train`, `evaluate` and `_save_checkpoint`: when they ran.
+- the Trainer's `train`, `evaluate` and `_save_checkpoint`: when they ran;
+- the callback handler's `on_evaluate` while training: each evaluation's global step and metrics.
 At exit the process writes what it saw as `<pid>.json` into that folder (only a process that trained). With
 BRIDGETOWER_TRUTH_HOLD_FILE and BRIDGETOWER_TRUTH_HOLD_AT set, optimizer step HOLD_AT does not end while that
-file exists (the harness kills such a run, to resume it).
+file exists (the harness kills such a run, to resume it): the process writes what it saw so far first.
 """
 
 from __future__ import annotations
@@ -42,11 +43,13 @@ class Recorder:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.train_calls: list[list[float]] = []  # [start, end] of the outermost Trainer.train
+        self.train_starts: list[float] = []  # its start, as it starts (a killed attempt's train never returns)
         self.loader_iters: list[float] = []  # a train DataLoader's iteration starting
         self.fetches: list[list[float]] = []  # [start, end] of each train-loader next()
         self.batches: list[list[float]] = []  # [start, rows] of each training_step
         self.steps: list[float] = []  # each optimizer step's end
         self.evals: list[list[float]] = []
+        self.eval_metrics: list[list] = []  # [global step, metrics] of each evaluation while training, in order
         self.saves: list[list[float]] = []
         self.worker_pids: set[int] = set()
         self.reaped: list[list[float]] = []  # [pid, time.time(), CPU seconds] of each forked child reaped
@@ -64,6 +67,8 @@ class Recorder:
             depth = getattr(recorder._local, name, 0)
             setattr(recorder._local, name, depth + 1)
             start = time.perf_counter()
+            if name == "train" and depth == 0:
+                recorder.train_starts.append(start)
             try:
                 return function(*args, **kwargs)
             finally:
@@ -82,6 +87,7 @@ class Recorder:
             self.steps.append(time.perf_counter())
             hold = os.environ.get(HOLD_FILE_ENV)
             if hold and len(self.steps) == int(os.environ[HOLD_AT_ENV]):
+                self.write()  # what this attempt saw up to here: it is killed while held, without exiting
                 Path(os.environ[OUT_ENV], "held").write_text(str(os.getpid()))
                 while os.path.exists(hold):
                     time.sleep(0.1)  # a step that does not end: the harness kills the run here
@@ -101,7 +107,7 @@ class Recorder:
 
     def write(self) -> None:
         folder = os.environ.get(OUT_ENV)
-        if os.getpid() != self.pid or not folder or not self.train_calls:
+        if os.getpid() != self.pid or not folder or not self.train_starts:
             return
         data = {key: value for key, value in vars(self).items() if not key.startswith("_")}
         data.update(worker_pids=sorted(self.worker_pids), rank=int(os.environ.get("RANK", "0")))
@@ -177,6 +183,18 @@ def patch_dataloader(recorder: Recorder, module) -> None:
     base.__next__, workers.__init__, loader.__iter__ = __next__, __init__, __iter__
 
 
+def patch_callbacks(recorder: Recorder, module) -> None:
+    """Note the global step and metrics of every evaluation while training (the Trainer hands them to callbacks)."""
+    original = module.CallbackHandler.on_evaluate
+
+    def on_evaluate(self, args, state, control, metrics, **kwargs):
+        if recorder.active("train"):
+            recorder.eval_metrics.append([state.global_step, dict(metrics)])
+        return original(self, args, state, control, metrics, **kwargs)
+
+    module.CallbackHandler.on_evaluate = on_evaluate
+
+
 class PatchOnImport(importlib.abc.MetaPathFinder):
     """Runs `patches[name](module)` right after module `name` is first executed (nothing is imported early:
     the Gaudi stack reads its settings when torch loads)."""
@@ -212,6 +230,7 @@ def install() -> Recorder:
         "multiprocessing.popen_fork": lambda module: patch_reaping(recorder, module),
         "torch.optim.optimizer": lambda module: module.register_optimizer_step_post_hook(recorder.step_ended),
         "transformers.trainer": lambda module: patch_trainer(recorder, module.Trainer),
+        "transformers.trainer_callback": lambda module: patch_callbacks(recorder, module),
         "optimum.habana.transformers.trainer": lambda module: patch_trainer(recorder, module.GaudiTrainer),
     }))
     atexit.register(recorder.write)
