@@ -48,6 +48,8 @@ def test_mlflow_run_stops_at_its_target_and_logs_the_race(cache_dir, sqlite_uri)
     assert metrics["target_best_value"] == losses[-1][1] and metrics["eval_loss"] == losses[-1][1]
     assert (metrics["eval_samples_interval"], metrics["evaluations"]) == (160, len(steps))
     assert metrics["train_measured_steps"] == steps[-1] - 1  # what ran, not what was planned
+    said = f"target eval_loss<=2.6: reached at step {steps[-1]} ({steps[-1] * 16} samples) in "
+    assert said in done.stdout and said in tags["mlflow.note.content"]  # the console and the run's description
 
     # every evaluated checkpoint is a model of the run at its step with that evaluation's loss; none is copied
     mlflow.set_tracking_uri(sqlite_uri)
@@ -84,6 +86,7 @@ def test_an_unreachable_target_finishes_and_says_so(cache_dir, sqlite_uri):
     assert metrics["target_best_value"] == min(v for _, v in _history(client, run.info.run_id, "eval_loss"))
     assert not {"time_to_target_seconds", "time_to_target_train_seconds", "samples_to_target",
                 "steps_to_target"} & set(metrics)
+    assert f"target eval_loss<=0.0: not reached (best {metrics['target_best_value']:.4g})" in done.stdout
 
 
 @pytest.mark.parametrize(("target", "says"), [

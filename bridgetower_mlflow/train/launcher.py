@@ -47,4 +47,4 @@ def launch_tracked(config: TrainConfig, adapter: Accelerator, device: DeviceInfo
     if code != 0:
         raise LaunchFailed(f"devices: {config.devices} ranks were launched and one failed (exit {code}); "
                            f"see the rank output above; run {run_id} is marked FAILED")
-    return TrainResult(run_id, dict(client.get_run(run_id).data.metrics))
+    return TrainResult(run_id, dict(client.get_run(run_id).data.metrics), target=config.target)

@@ -40,3 +40,4 @@ class TrainResult:
     model_version: str | None = None
     spill_left: int = 0
     spill_file: str | None = None  # where they wait for `upload-spill`
+    target: str = ""  # the quality target the run aimed at (its figures are in `metrics`)

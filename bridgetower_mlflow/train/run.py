@@ -178,7 +178,7 @@ class TrackedRun:
         left = self.session.finish("FINISHED", self.flush_timeout_s)
         self._settle_project_run("FINISHED")
         spill = str(self.session.buffer.spill_path) if left else None
-        return TrainResult(self.run_id, metrics, version, left, spill)
+        return TrainResult(self.run_id, metrics, version, left, spill, config.target)
 
     def _uploaded(self, config: TrainConfig) -> tuple[str, ...]:
         """The run's whole checkpoints on the server (their LoggedModels point there)."""

@@ -20,6 +20,7 @@ from ..contract import (
     phase_fraction_metric,
 )
 from ..tracking.links import runs_view_url
+from .record import target_line
 
 if TYPE_CHECKING:
     from .result import TrainResult
@@ -37,6 +38,7 @@ def print_run_summary(result: TrainResult) -> None:
         run = MlflowClient().get_run(result.run_id)
         status, experiment_id, metrics = run.info.status, run.info.experiment_id, result.metrics or run.data.metrics
         advice = run.data.tags.get(ADVICE_TAG, "")
+    target = result.target
     click.echo(f"run {result.run_id} ({status}): "
                f"{metrics.get(THROUGHPUT_METRIC, float('nan')):.1f} samples/s, "
                f"dataloader wait {metrics.get(WAIT_METRIC, float('nan')):.1%}, "
@@ -44,6 +46,8 @@ def print_run_summary(result: TrainResult) -> None:
     where = step_line(metrics)
     if where:
         click.echo(where)
+    if target:
+        click.echo(target_line(target, metrics))
     if advice:
         click.echo(f"advice: {advice}")
     if result.model_version:
