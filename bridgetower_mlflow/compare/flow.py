@@ -138,7 +138,8 @@ def run_compare(options: CompareOptions, client: MlflowClient | None = None) -> 
     comparison, scope = build_comparison(client, options, parsed)
     gate = None
     if parsed.gate_document is not None:
-        gate = check_gate(comparison, parsed.gate_document, parsed.tolerance, options.gate.strip())
+        gate = check_gate(comparison, parsed.gate_document, parsed.tolerance, options.gate.strip(),
+                          parsed.quality_tolerance)
         comparison = comparison.with_notes(gate.lines())
     gate_file = write_gate(comparison, options.write_gate.strip()) if options.write_gate.strip() else None
     outcome = CompareOutcome(comparison, render.to_text(comparison, ALL_CAVEATS),
@@ -169,7 +170,8 @@ def _summary_tags(options: CompareOptions, scope: CompareScope, outcome: Compare
         "compare.prices": comparison.prices.spec() or "none",
         "compare.price_source": comparison.prices.source[:5000] if comparison.prices else "",
         "compare.gate": options.gate.strip()[:5000],
-        "compare.gate_result": (gate.summary() if gate else "not checked")[:5000],
+        "compare.gate_result": (" ".join(filter(None, (gate.summary(), gate.quality_summary())))
+                                if gate else "not checked")[:5000],
         "compare.write_gate": str(outcome.gate_file or "")[:5000],
     }
 

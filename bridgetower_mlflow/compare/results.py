@@ -12,6 +12,7 @@ from ..contract import (
     COMPARE_QUALITY_TABLE,
     COMPARE_SCALING_TABLE,
     GATE_PASSED_METRIC,
+    GATE_QUALITY_FAILED_METRIC,
     GATE_WORST_RATIO_METRIC,
     METRICS_PER_BATCH,
     SAMPLES_TO_TARGET_RATIO_METRIC_PREFIX,
@@ -122,7 +123,10 @@ def gate_metrics(gate: GateResult | None) -> dict[str, float]:
     if gate is None or not gate.checks:
         return {}
     worst = min(check.current.median / check.gated for check in gate.checks if check.gated)
-    return {GATE_PASSED_METRIC: 0.0 if gate.failed else 1.0, GATE_WORST_RATIO_METRIC: worst}
+    metrics = {GATE_PASSED_METRIC: 1.0 if gate.passed else 0.0, GATE_WORST_RATIO_METRIC: worst}
+    if gate.quality:
+        metrics[GATE_QUALITY_FAILED_METRIC] = float(len(gate.quality_failed))
+    return metrics
 
 
 def columns(rows: list[Row]) -> dict[str, list[Any]]:
