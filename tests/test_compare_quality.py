@@ -220,3 +220,18 @@ def test_the_eval_batch_is_part_of_the_configuration_and_seeds_are_repeats():
     assert [s.config["per_device_eval_batch_size"] for s in sections] == ["16", "32"]
     assert "eval batch/device=16" in sections[0].title()
     assert sections[0].rows[0].cells["cpu"].values == [10.0, 12.0]  # two seeds, one cell of two repeats
+
+
+def test_a_pair_compared_on_several_targets_names_the_one_whose_quality_differs():
+    from bridgetower_mlflow.compare.headline import build_headline
+    from bridgetower_mlflow.compare.quality_pairs import quality_pairs
+    from bridgetower_mlflow.compare.quality_text import quality_verdict
+
+    specs = [("gaudi2", TARGET, 0.21), ("gaudi2", "", 0.5), ("h100", TARGET, 0.22), ("h100", "", 0.8)]
+    records = [record_from_run(fake_run(TrainRunSpec(accel, 700.0, target=target, recall_at_5=recall,
+                                                     samples_to_target=960.0 if target else None,
+                                                     time_to_target=10.0 if target else None), f"r{index}"))
+               for index, (accel, target, recall) in enumerate(specs)]
+    (pair,) = build_headline(build_sections(records, None))
+    assert quality_verdict(quality_pairs(pair.best)) == (
+        "quality differs: eval_recall_at_5 0.5 vs 0.8 (target none)")  # 0.21 vs 0.22: single runs, within 5 %

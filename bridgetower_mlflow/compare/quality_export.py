@@ -84,7 +84,8 @@ def pair_quality_rows(pair: HeadlinePair) -> list[Row]:
     found = [(BEST, pair.best)]
     if pair.matched is not None and not pair.matched.same_cells(pair.best):
         found.append((MATCHED, pair.matched))
-    return [_pair_row(pair, which, cells, shared) for which, cells in found for shared in quality_pairs(cells)]
+    return [_pair_row(pair, which, cells, shared) for which, cells in found for shared in quality_pairs(cells)
+            if shared.key.target or shared.compared]  # published numbers have no quality to row
 
 
 def headline_quality_rows(comparison: Comparison) -> list[Row]:

@@ -84,8 +84,12 @@ def gaps_text(gaps: Sequence[MetricGap]) -> str:
 
 
 def quality_verdict(pairs: Sequence[QualityPair]) -> str:
-    """The quality-differs flag over a pair's shared targets; `same within spread`; '-' where nothing compares."""
-    gaps = [gap for pair in pairs for gap in pair.gaps]
-    if gaps:
-        return gaps_text(gaps)
-    return SAME_QUALITY if any(pair.compared for pair in pairs) else "-"
+    """The quality-differs flag over a pair's shared targets (each named where several were compared);
+    `same within spread`; '-' where nothing compares."""
+    compared = [pair for pair in pairs if pair.compared]
+    differing = [pair for pair in compared if pair.gaps]
+    if not differing:
+        return SAME_QUALITY if compared else "-"
+    if len(compared) == 1:
+        return gaps_text(differing[0].gaps)
+    return "; ".join(f"{gaps_text(pair.gaps)} (target {pair.key.label})" for pair in differing)
