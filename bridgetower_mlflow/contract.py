@@ -229,3 +229,9 @@ COMPARE_SCALING_TABLE = "compare/tables/scaling.json"
 # After a stop signal the ranks get this long for their own cleanup (flush or spill, end the run) before
 # anything SIGKILLs them: the self-launcher's wait, and mpirun's odls_base_sigkill_timeout (OpenMPI: 1 s).
 STOP_GRACE_SECONDS = 25
+
+# --- time to quality in compare (issue 44): compare's results on its own run, beside SPEEDUP_METRIC_PREFIX's ---
+TIME_TO_TARGET_SPEEDUP_METRIC_PREFIX = "time_to_target_speedup."  # + <gaudi>_vs_<gpu>.<setting or best>[...]
+SAMPLES_TO_TARGET_RATIO_METRIC_PREFIX = "samples_to_target_ratio."  # the Gaudi side's samples to target / the GPU's
+GATE_QUALITY_FAILED_METRIC = "gate_quality_failed"  # quality checks that failed the gate (worse, or suspicious)
+COMPARE_QUALITY_TABLE = "compare/tables/quality.json"  # each cell's quality per target (mlflow.load_table)

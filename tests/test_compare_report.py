@@ -43,9 +43,11 @@ def test_compare_logs_a_compare_run_with_artifacts_and_markdown_description(stor
     assert "| w2 decode=cpu |" in run.data.tags["mlflow.note.content"]
     names = {a.path for a in client.list_artifacts(run.info.run_id, "compare")}
     assert names == {f"compare/{n}" for n in ("report.md", "report.txt", "speedups.csv", "speedups.json",
-                                               "throughput.png", "speedups.png", "tables")}
+                                               "quality.csv", "headline.csv",  # the runs logged final eval metrics
+                                               "throughput.png", "speedups.png", "tables")}  # no target: no race
     tables = {a.path for a in client.list_artifacts(run.info.run_id, "compare/tables")}
-    assert tables == {"compare/tables/cells.json", "compare/tables/headline.json"}  # no devices swept: no scaling
+    assert tables == {"compare/tables/cells.json", "compare/tables/headline.json",
+                      "compare/tables/quality.json"}  # no devices swept: no scaling
     document = json.loads((tmp_path / "out" / "speedups.json").read_text())
     assert document["run_count"] == 10
     assert (tmp_path / "out" / "throughput.png").read_bytes()[:4] == b"\x89PNG"

@@ -12,7 +12,7 @@ from conftest import mlflow_run, no_running_runs
 
 pytestmark = pytest.mark.slow
 SWEEP = {"accel": "cpu", "workers": "0", "device_decode": "false", "repeats": 1, "max_steps": 4,
-         "per_device_train_batch_size": 8,
+         "per_device_train_batch_size": 8, "target": "eval_recall_at_5>=0.20",  # `>=` through the shell's quoting
          # not MLproject parameters: mlflow run appends them as --key value and the sweep passes them to train
          "log_model": "false", "max_train_samples": 32, "max_eval_samples": 16}
 
@@ -35,6 +35,8 @@ def test_mlflow_run_sweep_then_compare(cache_dir, sqlite_uri):
     params = child.data.params
     assert (params["dataloader_num_workers"], params["max_steps"], params["per_device_train_batch_size"],
             params["log_model"], params["data.train_rows"]) == ("0", "4", "8", "False", "32")
+    assert (params["target"], params["seed"]) == ("eval_recall_at_5>=0.2", "42")  # canonical; repeat 1: the seed
+    assert parent.data.tags["sweep.target"] == "eval_recall_at_5>=0.2"
     assert "| w0 decode=cpu |" in parent.data.tags["mlflow.note.content"]
     assert {"compare/report.md", "compare/speedups.csv"} <= {a.path for a in client.list_artifacts(
         parent.info.run_id, "compare")}

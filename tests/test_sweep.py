@@ -1,5 +1,6 @@
 """sweep orchestration with a fake train command (a real subprocess writing a real sqlite store)."""
 
+import shlex
 import sys
 import textwrap
 from pathlib import Path
@@ -23,6 +24,9 @@ FAKE_TRAIN = textwrap.dedent("""
     parser.add_argument("--dataloader-num-workers", type=int)
     parser.add_argument("--device-decode")
     parser.add_argument("--per-device-train-batch-size", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--target", default="")
+    parser.add_argument("--stop-at-target", default="true")
     args, rest = parser.parse_known_args()
     if str(args.dataloader_num_workers) in os.environ.get("FAKE_TRAIN_CRASH_WORKERS", "").split(","):
         print("simulated crash before the run ends")
@@ -31,7 +35,8 @@ FAKE_TRAIN = textwrap.dedent("""
     client = MlflowClient()
     spec = TrainRunSpec(args.accel, 10.0 * (1 + args.dataloader_num_workers), args.dataloader_num_workers,
                         args.device_decode == "true", devices=1, batch=args.per_device_train_batch_size,
-                        model="tiny")
+                        model="tiny", seed=args.seed, target=args.target, stop_at_target=args.stop_at_target == "true",
+                        samples_to_target=96.0 if args.target else None, time_to_target=1.0 if args.target else None)
     params, tags, metrics = train_run_contents(spec)
     tags.pop("mlflow.runName")
     tags["fake.argv"] = shlex.join(sys.argv[1:])
@@ -183,7 +188,32 @@ def test_strategy_and_batch_axes_reach_every_child_and_each_cell_says_when_it_st
     assert tags["sweep.cells"] == "4" and "skipped distribution_strategy=fast_ddp on cpu" in tags["sweep.notes"]
 
 
+def test_a_target_reaches_every_cell_and_each_repeat_gets_its_own_seed(fake_store):
+    result = CliRunner().invoke(sweep_command, [
+        "--workers", "0", "--device-decode", "false", "--repeats", "3", "--target", "recall_at_5>=0.20",
+        "--eval-steps", "8", "--stop-at-target", "false", "--seed", "7", "--experiment-name", "sweeps"])
+    assert result.exit_code == 0, result.output
+    parent = _parent(fake_store)
+    children = _children(fake_store, parent.info.run_id)
+    for repeat in (1, 2, 3):
+        run = children[f"cpu w0 decode=cpu r{repeat}"]
+        argv = shlex.split(run.data.tags["fake.argv"])
+        given = {name: argv[argv.index(name) + 1]
+                 for name in ("--target", "--eval-steps", "--stop-at-target", "--seed")}
+        assert given == {"--target": "eval_recall_at_5>=0.2", "--eval-steps": "8", "--stop-at-target": "false",
+                         "--seed": str(6 + repeat)}  # the target's canonical spelling; MLPerf: a seed a run
+        assert run.data.params["seed"] == str(6 + repeat) and run.data.params["target"] == "eval_recall_at_5>=0.2"
+        assert run.data.tags["sweep.cell"] == "w0 decode=cpu"
+    tags = fake_store.get_run(parent.info.run_id).data.tags
+    assert (tags["sweep.target"], tags["sweep.eval_steps"], tags["sweep.seed"]) == ("eval_recall_at_5>=0.2", "8", "7")
+    note = tags["mlflow.note.content"]
+    assert "| w0 decode=cpu | cpu | eval_recall_at_5>=0.2 (trained on) |" in note  # three seeds, one cell
+    assert "| 3 of 3 | 96 (n=3, 96-96) |" in note
+
+
 @pytest.mark.parametrize(("args", "message"), [
+    (["--target", "recall@5>0.2"], "target: invalid value 'recall@5>0.2'; allowed: one eval metric"),
+    (["--eval-steps", "-1"], "eval_steps: invalid value '-1'"),
     (["--distribution-strategy", "ddp,ring"], "distribution_strategy: invalid value 'ddp,ring'"),
     (["--distribution_strategy", "fast_ddp"], "distribution_strategy: invalid value 'fast_ddp'; allowed on cpu: ddp"),
     (["--per-device-train-batch-size", "8,0"], "per_device_train_batch_size: invalid value '0'"),

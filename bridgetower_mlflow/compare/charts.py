@@ -9,15 +9,17 @@ from typing import Any
 from .comparison import Comparison
 from .cost import PriceList, usd_per_million_samples
 from .curve_charts import write_curve_charts
+from .eval_series import MAX_CHART_SECTIONS, SeriesSet
 from .grouping import GroupStats
 from .phase_chart import write_phase_chart
 from .plotting import Axis, Figure, Pyplot, pyplot, section_title, wrapped
+from .quality_chart import write_quality_chart
 from .speedups import ConfigSection
 
 Series = dict[str, list[float | None]]  # bar series name -> a value (or a gap) per label
 Errors = dict[str, list[tuple[float, float]]]  # series name -> (below, above) the median per label
 PanelValue = Callable[[GroupStats, PriceList], float | None]
-MAX_SECTIONS = 8
+MAX_SECTIONS = MAX_CHART_SECTIONS
 BAR_AREA = 0.8
 
 
@@ -134,9 +136,10 @@ def _write_efficiency(plt: Pyplot, comparison: Comparison, sections: list[Config
     return [path]
 
 
-def write_charts(comparison: Comparison, output_dir: Path) -> list[Path]:
+def write_charts(comparison: Comparison, output_dir: Path, series: SeriesSet | None = None) -> list[Path]:
     """throughput.png, speedups.png; efficiency.png where anything is measured or priced; a curve chart per
-    swept axis (scaling.png, batch_size.png, strategy.png); phases.png where train measured phases."""
+    swept axis (scaling.png, batch_size.png, strategy.png); phases.png where train measured phases;
+    time_to_quality.png where `series` holds runs' evaluations (eval_series.fetch_eval_series)."""
     plt = pyplot()
     sections = [s for s in comparison.sections if s.rows][:MAX_SECTIONS]
     if not sections:
@@ -161,4 +164,5 @@ def write_charts(comparison: Comparison, output_dir: Path) -> list[Path]:
         plt.close(figure)
         paths.append(path)
     return (paths + _write_efficiency(plt, comparison, sections, output_dir)
-            + write_curve_charts(plt, sections, Path(output_dir)) + write_phase_chart(plt, sections, Path(output_dir)))
+            + write_curve_charts(plt, sections, Path(output_dir)) + write_phase_chart(plt, sections, Path(output_dir))
+            + write_quality_chart(plt, sections, series or SeriesSet({}), Path(output_dir)))

@@ -23,6 +23,7 @@ from .headline import GAUDI_SIDE, GPU_SIDE
 from .pairs import CellPair
 from .phases import PHASE_ORDER
 from .published_pairs import PAIR_RULE, PublishedPair, setting_text
+from .quality_export import headline_quality_fields, headline_quality_rows, pair_quality_rows, quality_rows
 from .scaling import scaling_points
 from .speedups import ConfigSection, SettingSpeedupRow, SpeedupRow
 from .stats import within_noise
@@ -90,13 +91,26 @@ def csv_fields(rows: list[Row]) -> tuple[str, ...]:
     return CSV_FIELDS + tuple(name for name in MEASURED_SOMETIMES if any(name in row for row in rows))
 
 
-def to_csv(comparison: Comparison) -> str:
-    rows = csv_rows(comparison)
+def rows_csv(rows: list[Row], fields: Sequence[str] | None = None) -> str:
+    """Rows as CSV text: the given columns, else every column of the rows in order of appearance."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=csv_fields(rows), lineterminator="\n")
+    names = list(fields) if fields is not None else list(dict.fromkeys(name for row in rows for name in row))
+    writer = csv.DictWriter(buffer, fieldnames=names, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
+
+
+def to_csv(comparison: Comparison) -> str:
+    rows = csv_rows(comparison)
+    return rows_csv(rows, csv_fields(rows))
+
+
+def quality_csvs(comparison: Comparison) -> dict[str, str]:
+    """quality.csv (each cell per target) and headline.csv (each pair's time to target and quality verdict), where
+    there are rows."""
+    tables = {"quality.csv": quality_rows(comparison), "headline.csv": headline_quality_rows(comparison)}
+    return {name: rows_csv(rows) for name, rows in tables.items() if rows}
 
 
 def _cell_record(group: GroupStats) -> Row:
@@ -133,11 +147,12 @@ def headline_records(comparison: Comparison, nested: bool = True) -> list[Row]:
             "best_vs_best": pair.best.speedup, "best_within_noise": pair.best.within_noise,
             "gaudi_best_usd_per_million_samples": usd_per_million_samples(pair.best.gaudi, comparison.prices),
             "gpu_best_usd_per_million_samples": usd_per_million_samples(pair.best.gpu, comparison.prices),
-            "why": pair.why,
+            "why": pair.why, **headline_quality_fields(pair),
         }
         if nested:
             record["every_setting"] = [{"setting": cells.setting.label, **_pair_record(cells)}
                                        for cells in pair.every_setting]
+            record["quality"] = pair_quality_rows(pair)
         records.append(record)
     return records
 
@@ -154,13 +169,14 @@ def scaling_records(comparison: Comparison) -> list[Row]:
 
 def to_json(comparison: Comparison, caveats: Mapping[str, Sequence[str]] | None = None) -> str:
     """Headline, sections with their config, axes, differences, baseline, per-group rows and scaling."""
-    rows, scaling = csv_rows(comparison), scaling_records(comparison)
+    rows, scaling, quality = csv_rows(comparison), scaling_records(comparison), quality_rows(comparison)
     sections = [
         {"index": i, "heading": section_heading(s), "source": s.source, "published": s.published,
          "throughput_warmup_steps": s.warmup, "config": s.config, "differences": s.differences,
          "axes": list(s.axes), "points": [p.label for p in s.points],
          "columns": s.columns, "baseline_column": s.baseline_column,
-         "groups": [r for r in rows if r["section"] == i], "scaling": [r for r in scaling if r["section"] == i]}
+         "groups": [r for r in rows if r["section"] == i], "scaling": [r for r in scaling if r["section"] == i],
+         "quality": [r for r in quality if r["section"] == i]}
         for i, s in enumerate(comparison.sections, 1)
     ]
     document = {

@@ -17,6 +17,7 @@ from ..redact import first_line, redact_text
 from ..tracking.runs import FAILED, FINISHED, create_run, settle_run
 from . import export, render
 from .comparison import Comparison
+from .eval_series import SeriesSet, fetch_eval_series
 from .gate import GateResult, check_gate, gate_document, write_gate
 from .headline import build_headline
 from .options import CompareOptions, ParsedOptions, parse_options
@@ -99,14 +100,15 @@ def _fetch(client: MlflowClient, scope: CompareScope) -> FetchedRuns:
 
 
 def write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool = False,
-                  field: str = "output_dir") -> list[Path]:
+                  field: str = "output_dir", series: SeriesSet | None = None) -> list[Path]:
     """report.md, report.txt, speedups.csv, speedups.json, the PNG charts (and gate.json when written); a full
-    disk is DiskFull's one line naming `field` (the option that chose the folder)."""
+    disk is DiskFull's one line naming `field` (the option that chose the folder). `series`: the evaluations
+    the time-to-quality chart draws."""
     with writing(field, "the comparison's report, tables and charts", output_dir):
-        return _write_outputs(comparison, output_dir, with_gate)
+        return _write_outputs(comparison, output_dir, with_gate, series)
 
 
-def _write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool) -> list[Path]:
+def _write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool, series: SeriesSet | None) -> list[Path]:
     from .charts import write_charts
 
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -116,6 +118,7 @@ def _write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool) ->
         "speedups.csv": export.to_csv(comparison),
         "speedups.json": export.to_json(comparison, ALL_CAVEATS),
     }
+    contents.update(export.quality_csvs(comparison))
     if with_gate:
         contents[GATE_ARTIFACT] = json.dumps(gate_document(comparison), indent=2) + "\n"
     paths = []
@@ -123,7 +126,7 @@ def _write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool) ->
         path = output_dir / name
         path.write_text(text, encoding="utf-8")
         paths.append(path)
-    return paths + write_charts(comparison, output_dir)
+    return paths + write_charts(comparison, output_dir, series)
 
 
 def run_compare(options: CompareOptions, client: MlflowClient | None = None) -> CompareOutcome:
@@ -135,7 +138,8 @@ def run_compare(options: CompareOptions, client: MlflowClient | None = None) -> 
     comparison, scope = build_comparison(client, options, parsed)
     gate = None
     if parsed.gate_document is not None:
-        gate = check_gate(comparison, parsed.gate_document, parsed.tolerance, options.gate.strip())
+        gate = check_gate(comparison, parsed.gate_document, parsed.tolerance, options.gate.strip(),
+                          parsed.quality_tolerance)
         comparison = comparison.with_notes(gate.lines())
     gate_file = write_gate(comparison, options.write_gate.strip()) if options.write_gate.strip() else None
     outcome = CompareOutcome(comparison, render.to_text(comparison, ALL_CAVEATS),
@@ -145,7 +149,8 @@ def run_compare(options: CompareOptions, client: MlflowClient | None = None) -> 
     with tempfile.TemporaryDirectory(prefix="bridgetower-compare-") as scratch:
         output_dir = Path(options.output_dir or scratch)
         files = write_outputs(comparison, output_dir, with_gate=gate_file is not None,
-                              field="output_dir" if options.output_dir else "TMPDIR")
+                              field="output_dir" if options.output_dir else "TMPDIR",
+                              series=fetch_eval_series(client, list(comparison.sections)))
         run_id = log_compare_run(client, options, scope, outcome, output_dir) if options.log_to_mlflow else None
     # without an output folder the scratch copies are gone; the artifacts hold them
     return dataclasses.replace(outcome, files=tuple(files) if options.output_dir else (), logged_run_id=run_id,
@@ -165,7 +170,8 @@ def _summary_tags(options: CompareOptions, scope: CompareScope, outcome: Compare
         "compare.prices": comparison.prices.spec() or "none",
         "compare.price_source": comparison.prices.source[:5000] if comparison.prices else "",
         "compare.gate": options.gate.strip()[:5000],
-        "compare.gate_result": (gate.summary() if gate else "not checked")[:5000],
+        "compare.gate_result": (" ".join(filter(None, (gate.summary(), gate.quality_summary())))
+                                if gate else "not checked")[:5000],
         "compare.write_gate": str(outcome.gate_file or "")[:5000],
     }
 

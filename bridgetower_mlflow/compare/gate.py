@@ -1,7 +1,8 @@
 """Regression gate: measured samples/s per configuration and accelerator, written and checked as JSON.
 
 The rule is optimum-habana's CI rule: a configuration fails when its throughput falls below
-tolerance x the gate's (0.95 there). Published rows are never part of a gate.
+tolerance x the gate's (0.95 there). Published rows are never part of a gate. Where runs had a target, each
+entry also holds its quality, checked by quality_gate.py.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..errors import ConfigError
 from .comparison import Comparison
 from .formatting import format_number
 from .grouping import CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats
+from .quality_gate import DEFAULT_QUALITY_TOLERANCE, SUSPICIOUS, QualityCheck, check_quality, quality_entries
 
 GATE_FORMAT = "bridgetower-mlflow compare gate"
 GATE_VERSION = 1
@@ -41,9 +43,11 @@ def key_text(key: GateKey) -> str:
             f"{config}, warmup steps={key.get('throughput_warmup_steps')}")
 
 
-def _identity(key: GateKey) -> str:
-    """The key as text; an empty value counts as absent, so a gate written before a key existed still matches."""
-    return json.dumps({k: str(v) for k, v in key.items() if str(v) != ""}, sort_keys=True)
+def matches(gated: GateKey, current: GateKey) -> bool:
+    """The gated cell is this one. An empty value counts as absent on both sides, and a key the gate's entry does
+    not hold at all is not compared: a gate written before that key existed (hf_args, per_device_eval_batch_size)
+    still checks its cells."""
+    return all(str(gated[k]) == str(current.get(k, "")) for k in gated)
 
 
 def measured_groups(comparison: Comparison) -> list[GroupStats]:
@@ -53,7 +57,8 @@ def measured_groups(comparison: Comparison) -> list[GroupStats]:
 def gate_document(comparison: Comparison) -> Document:
     """The JSON a gate file holds: one entry per measured cell, its median samples/s."""
     entries = [{"key": gate_key(g), "samples_per_second": g.median, "n": g.n, "min": g.minimum,
-                "max": g.maximum, "run_ids": list(g.run_ids)} for g in measured_groups(comparison)]
+                "max": g.maximum, "run_ids": list(g.run_ids), "quality": quality_entries(g)}
+               for g in measured_groups(comparison)]
     return {"format": GATE_FORMAT, "version": GATE_VERSION, "metric": THROUGHPUT_METRIC,
             "aggregate": "median", "experiments": list(comparison.experiments), "entries": entries}
 
@@ -88,7 +93,17 @@ def _is_gate(document: object) -> bool:
     entries = document.get("entries")
     return isinstance(entries, list) and all(
         isinstance(e, dict) and isinstance(e.get("key"), dict) and isinstance(e.get("samples_per_second"), (int, float))
-        for e in entries)
+        and _is_quality(e.get("quality", [])) for e in entries)
+
+
+def _is_quality(entries: object) -> bool:
+    """A gate entry's quality: a list of targets compare wrote (gates from before time to quality have none)."""
+    from ..target import parse_target
+
+    try:
+        return isinstance(entries, list) and all(isinstance(e, dict) and parse_target(e["target"]) for e in entries)
+    except (ConfigError, KeyError, TypeError):
+        return False
 
 
 def parse_tolerance(value: object) -> float:
@@ -133,10 +148,21 @@ class GateResult:
     checks: list[GateCheck] = field(default_factory=list)
     missing: list[GateKey] = field(default_factory=list)
     new: list[GateKey] = field(default_factory=list)
+    quality: list[QualityCheck] = field(default_factory=list)
+    quality_tolerance: float = DEFAULT_QUALITY_TOLERANCE
+    quality_missing: list[str] = field(default_factory=list)  # gated targets whose configuration ran none here
 
     @property
     def failed(self) -> list[GateCheck]:
         return [check for check in self.checks if not check.passed]
+
+    @property
+    def quality_failed(self) -> list[QualityCheck]:
+        return [check for check in self.quality if not check.passed]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed and not self.quality_failed
 
     def summary(self) -> str:
         verdict = f"FAILED, {len(self.failed)} below" if self.failed else "passed"
@@ -144,22 +170,58 @@ class GateResult:
                 f"{len(self.checks)} checked, {len(self.missing)} in the gate but not here (not checked), "
                 f"{len(self.new)} here but not in the gate.")
 
+    def quality_summary(self) -> str:
+        """The quality verdict in one line ('' where the gate holds no target this comparison ran)."""
+        if not self.quality and not self.quality_missing:
+            return ""
+        worse = sum(1 for check in self.quality_failed if check.verdict != SUSPICIOUS)
+        suspicious = len(self.quality_failed) - worse
+        verdict = f"FAILED, {worse} worse, {suspicious} suspicious" if self.quality_failed else "passed"
+        return (f"Quality (tolerance {self.quality_tolerance:g}: the median final target metric at most that much "
+                f"worse, the median samples to target at most that much more; no convergence markedly faster than "
+                f"the gate's runs): {verdict}; {len(self.quality)} checked, {len(self.quality_missing)} gated targets "
+                "not run here (not checked).")
+
+    def failure_message(self) -> str:
+        """The one error line of a failed gate."""
+        below = f"{len(self.failed)} of {len(self.checks)} configurations below {self.tolerance:g} x {self.path}"
+        parts = [below] if self.failed or not self.quality_failed else []
+        if self.quality_failed:
+            parts.append(f"{len(self.quality_failed)} of {len(self.quality)} quality checks failed against "
+                         f"{self.path} (worse by more than {self.quality_tolerance:g}, or suspicious)")
+        return "gate: " + "; ".join(parts)
+
+    def failed_lines(self) -> list[str]:
+        return [check.line() for check in self.failed] + [check.line() for check in self.quality_failed]
+
     def lines(self) -> list[str]:
+        quality = self.quality_summary()
         return [self.summary(), *(check.line() for check in self.checks),
-                *(f"  not here: {key_text(key)}" for key in self.missing)]
+                *(f"  not here: {key_text(key)}" for key in self.missing),
+                *([quality] if quality else []), *(check.line() for check in self.quality),
+                *(f"  target not run here: {where}" for where in self.quality_missing)]
 
 
-def check_gate(comparison: Comparison, document: Document, tolerance: float, path: str) -> GateResult:
+def check_gate(comparison: Comparison, document: Document, tolerance: float, path: str,
+               quality_tolerance: float = DEFAULT_QUALITY_TOLERANCE) -> GateResult:
     """Match gated cells to measured ones; ConfigError when none of the gate's configurations is here."""
-    current = {_identity(gate_key(g)): g for g in measured_groups(comparison)}
+    current = [(gate_key(g), g) for g in measured_groups(comparison)]
     entries = document["entries"]
-    gated_ids = {_identity(entry["key"]) for entry in entries}
-    checks = [GateCheck(entry["key"], float(entry["samples_per_second"]), current[_identity(entry["key"])], tolerance)
-              for entry in entries if _identity(entry["key"]) in current]
-    if not checks:
+    found = [(entry, group) for entry in entries for key, group in current if matches(entry["key"], key)]
+    if not found:
         first = key_text(entries[0]["key"]) if entries else "the gate is empty"
         raise ConfigError("gate", path, "allowed: a gate with configurations in this comparison; none of its "
                           f"{len(entries)} is here (first: {first})")
-    return GateResult(path, tolerance, checks,
-                      missing=[entry["key"] for entry in entries if _identity(entry["key"]) not in current],
-                      new=[gate_key(g) for identity, g in current.items() if identity not in gated_ids])
+    quality: list[QualityCheck] = []
+    quality_missing: list[str] = []
+    for entry, group in found:
+        checks, missing = check_quality(key_text(gate_key(group)), entry.get("quality", []), group, quality_tolerance)
+        quality += checks
+        quality_missing += missing
+    matched = {id(entry) for entry, _ in found}
+    checked = {id(group) for _, group in found}
+    return GateResult(path, tolerance, [GateCheck(entry["key"], float(entry["samples_per_second"]), group, tolerance)
+                                        for entry, group in found],
+                      missing=[entry["key"] for entry in entries if id(entry) not in matched],
+                      new=[key for key, group in current if id(group) not in checked],
+                      quality=quality, quality_tolerance=quality_tolerance, quality_missing=quality_missing)

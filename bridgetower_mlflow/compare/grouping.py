@@ -7,21 +7,23 @@ from dataclasses import dataclass, field
 
 from ..contract import ACCELERATOR_KINDS, DECODE_CLASSES, DECODE_CPU
 from .axes import numeric
+from .quality import QualityStats, quality_groups
 from .records import MEASURED, RunRecord
 from .repeats import NOISY_SPREAD, FailedRepeat, invalid_reason, spread
+from .run_quality import RunQuality
 from .stats import median_or_none, olympic_mean
 
 # Everything that shaped a run except the accelerator and the data-loading setting.
 CONFIG_KEYS = (
     "model", "dataset", "dataset_config", "per_device_train_batch_size", "devices", "precision",
-    "max_seq_length", "distribution_strategy", "image_backend", "hf_args",
+    "max_seq_length", "distribution_strategy", "image_backend", "hf_args", "per_device_eval_batch_size",
 )
 # Keys that never sit side by side, even when asked: different warmup rules measure different things.
 HARD_KEYS = ("source", "throughput_warmup_steps")
 SHORT_KEY_NAMES = {
     "per_device_train_batch_size": "batch/device", "max_seq_length": "seq",
     "distribution_strategy": "strategy", "dataset_config": "config", "image_backend": "images",
-    "throughput_warmup_steps": "warmup steps",
+    "throughput_warmup_steps": "warmup steps", "per_device_eval_batch_size": "eval batch/device",
 }
 ACCELERATOR_ORDER = ACCELERATOR_KINDS
 DECODE_ORDER = {name: index for index, name in enumerate(DECODE_CLASSES)}
@@ -82,6 +84,7 @@ class GroupStats:
     host_cpu_counts: set[str] = field(default_factory=set)
     sweep_cells: set[tuple[str, str]] = field(default_factory=set)  # (sweep run, cell) its runs repeat
     failures: list[FailedRepeat] = field(default_factory=list)  # failed repeats of those sweep cells
+    qualities: list[tuple[str, RunQuality]] = field(default_factory=list)  # (run id, what it learned) per repeat
 
     def add(self, record: RunRecord) -> None:
         """One more finished repeat."""
@@ -108,6 +111,7 @@ class GroupStats:
         self.host_cpu_counts.update([record.host_cpu_count] if record.host_cpu_count else [])
         if record.sweep_cell and record.parent_run_id:
             self.sweep_cells.add((record.parent_run_id, record.sweep_cell))
+        self.qualities.append((record.run_id, record.quality))
 
     def add_failure(self, failure: FailedRepeat) -> None:
         """A repeat of one of this cell's sweep cells that failed: kept in the record, never a value."""
@@ -126,6 +130,10 @@ class GroupStats:
     def invalid(self) -> str:
         """Why the cell is left out of every comparison ('' when it is valid): two or more failed repeats."""
         return invalid_reason(self.n, self.failures)
+
+    def quality(self) -> list[QualityStats]:
+        """Its repeats' quality, one QualityStats per target (and none); failed sweep repeats never reached one."""
+        return quality_groups(self.qualities, len(self.failures))
 
     @property
     def spread(self) -> float | None:

@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import ConfigError
 from .cost import PriceList, parse_prices
 from .gate import DEFAULT_TOLERANCE, parse_tolerance, read_gate
+from .quality_gate import DEFAULT_QUALITY_TOLERANCE, parse_quality_tolerance
 from .references.published import REFERENCES
 from .speedups import parse_allow_diff
 
@@ -30,6 +31,7 @@ class CompareOptions:
     gate: str = ""
     write_gate: str = ""
     tolerance: float | str = DEFAULT_TOLERANCE
+    quality_tolerance: float | str = DEFAULT_QUALITY_TOLERANCE
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class ParsedOptions:
     baseline: str | None
     prices: PriceList
     tolerance: float
+    quality_tolerance: float
     gate_document: dict[str, Any] | None  # a --write-gate file's JSON
 
 
@@ -56,5 +59,6 @@ def parse_options(options: CompareOptions) -> ParsedOptions:
         baseline=(options.baseline or "").strip().lower() or None,
         prices=parse_prices(options.prices, options.price_source),
         tolerance=parse_tolerance(options.tolerance),
+        quality_tolerance=parse_quality_tolerance(options.quality_tolerance),
         gate_document=read_gate(gate) if gate else None,
     )

@@ -28,3 +28,7 @@ class CellPair:
     @property
     def within_noise(self) -> bool:
         return within_noise(self.gaudi, self.gpu)
+
+    def same_cells(self, other: CellPair | None) -> bool:
+        """Both sides are the very cells of `other` (a headline's matched pair is often its best)."""
+        return other is not None and self.gaudi is other.gaudi and self.gpu is other.gpu

@@ -37,6 +37,7 @@ from ..contract import (
 from ..shell_words import canonical_hf_args
 from .phases import Phases, read_phases
 from .repeats import FailedRepeat, failed_repeat
+from .run_quality import RunQuality, read_quality
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
@@ -91,6 +92,8 @@ class RunRecord:
     sweep_cell: str = ""  # the sweep grid cell this run repeats, where a sweep ran it
     hf_args: str = ""  # the user's extra TrainingArguments flags, canonical (canonical_hf_args)
     epoch_start_fraction: float | None = None  # what epochs' first steps cost beyond the others, share of the window
+    per_device_eval_batch_size: str = ""  # eval_loss uses in-batch negatives: it changes with the eval batch
+    quality: RunQuality = RunQuality()  # final eval metrics; with a target, how long it took to reach it
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,8 @@ def record_from_run(run: Run) -> RunRecord | None:
         bottleneck=tags.get(BOTTLENECK_TAG, ""), host_cpu_count=tags.get(HOST_CPU_COUNT_TAG, ""),
         sweep_cell=tags.get(SWEEP_CELL_TAG, ""), hf_args=canonical_hf_args(params.get("hf_args") or ""),
         epoch_start_fraction=metrics.get(EPOCH_START_EXTRA_FRACTION_METRIC),
+        per_device_eval_batch_size=normalize_int(params.get("per_device_eval_batch_size")),
+        quality=read_quality(params, tags, metrics),
     )
 
 

@@ -10,12 +10,14 @@ from .formatting import NOISY_MARK, Table
 from .grouping import SHORT_KEY_NAMES
 from .headline import absent_pair_note
 from .published_pairs import PAIR_RULE
+from .quality_tables import QUALITY_NOTE, TARGET_NOTE, headline_sentences, placed_quality
 from .repeats import INVALID_FROM, NOISY_SPREAD
 from .scaling import cpu_devices_note
 from .speedups import ConfigSection
 from .tables import (
     every_setting_table,
     headline_table,
+    pair_place,
     published_pair_table,
     section_heading,
     section_tables,
@@ -48,6 +50,8 @@ def _summary_lines(comparison: Comparison) -> list[str]:
         f"left out: {left}.",
         METRIC_NOTE,
     ]
+    placed = [stats for section in comparison.sections for *_, stats in placed_quality(section)]
+    lines += ([QUALITY_NOTE] if placed else []) + ([TARGET_NOTE] if any(s.key.target for s in placed) else [])
     if comparison.allow_diff:
         lines.append("Allowed to differ: " + ", ".join(comparison.allow_diff) + " (differences shown per section).")
     if comparison.prices:
@@ -77,7 +81,8 @@ def _before(section: ConfigSection) -> list[str]:
 def _blocks(comparison: Comparison, caveats: Caveats) -> list[Block]:
     """(heading, lines before, tables, lines after): the headline first, then every section."""
     absent = [] if comparison.headline else [absent_pair_note(comparison.sections)]
-    blocks: list[Block] = [("Headline: Gaudi vs GPU", absent, headline_tables(comparison), [])]
+    sentences = headline_sentences(comparison.headline, [pair_place(pair) for pair in comparison.headline])
+    blocks: list[Block] = [("Headline: Gaudi vs GPU", absent, headline_tables(comparison), sentences)]
     if comparison.published_pairs:
         sources = sorted({pair.source for pair in comparison.published_pairs})
         blocks.append(("Published pairs across batch sizes",

@@ -9,11 +9,15 @@ from typing import TYPE_CHECKING, Any
 from ..contract import (
     COMPARE_CELLS_TABLE,
     COMPARE_HEADLINE_TABLE,
+    COMPARE_QUALITY_TABLE,
     COMPARE_SCALING_TABLE,
     GATE_PASSED_METRIC,
+    GATE_QUALITY_FAILED_METRIC,
     GATE_WORST_RATIO_METRIC,
     METRICS_PER_BATCH,
+    SAMPLES_TO_TARGET_RATIO_METRIC_PREFIX,
     SPEEDUP_METRIC_PREFIX,
+    TIME_TO_TARGET_SPEEDUP_METRIC_PREFIX,
 )
 from .axes import AXIS_KEYS, AXIS_LETTERS
 from .comparison import Comparison
@@ -21,12 +25,18 @@ from .export import Row, csv_rows, headline_records, scaling_records
 from .gate import GateResult
 from .grouping import CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats, Setting
 from .headline import HeadlinePair
+from .pairs import CellPair
+from .quality_export import quality_rows
+from .quality_pairs import quality_pairs
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
 BEST = "best"  # the key part of a best-vs-best ratio
 WARMUP_KEY = "throughput_warmup_steps"
+TARGET_KEY = "target"  # a condition of time-to-target keys where pairs ran several targets
+COMPARISONS = ((">=", "ge"), ("<=", "le"), (">", "gt"), ("<", "lt"))
+Measured = list[tuple[HeadlinePair, str, float, dict[str, str]]]  # (pair, what, ratio, conditions)
 UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")  # MLflow keys allow more (space, /, :) but these read best in the UI
 
 
@@ -44,6 +54,8 @@ def _conditions(pair: HeadlinePair, cell: GroupStats) -> dict[str, str]:
 
 
 def _condition_part(key: str, value: str) -> str:
+    if key == TARGET_KEY:
+        return value
     if key in AXIS_LETTERS and AXIS_LETTERS[key]:
         return key_part(f"{AXIS_LETTERS[key]}{value}")  # b16, d2
     if key in AXIS_LETTERS:
@@ -58,22 +70,52 @@ def _ratios(pair: HeadlinePair) -> list[tuple[str, float, GroupStats]]:
     return [(what, ratio, cell) for what, ratio, cell in found if ratio is not None]
 
 
-def speedup_metrics(comparison: Comparison) -> dict[str, float]:
-    """`speedup.<gaudi>_vs_<gpu>.<setting or best>[.<condition>...]` for every measured headline ratio.
-
-    Conditions (batch, devices, model, ...) join the key only where they differ between the measured
-    pairs, so a plain study keeps `speedup.gaudi2_vs_h100.w2_cpu` and a sweep's curve points stay apart.
-    """
-    measured = [(pair, what, ratio, _conditions(pair, cell)) for pair in comparison.headline
-                if not pair.section.published for what, ratio, cell in _ratios(pair)]
-    order = (*AXIS_KEYS, *(key for key in CONFIG_KEYS if key not in AXIS_KEYS), WARMUP_KEY)  # as cell names
-    varying = [key for key in order if len({c[key] for *_, c in measured}) > 1]
+def _keyed(prefix: str, measured: Measured) -> dict[str, float]:
+    """`<prefix><gaudi>_vs_<gpu>.<what>[.<condition>...]`: conditions join the key only where they differ between
+    the measured pairs, so a plain study keeps short keys and a sweep's curve points stay apart."""
+    order = (*AXIS_KEYS, *(key for key in CONFIG_KEYS if key not in AXIS_KEYS), WARMUP_KEY, TARGET_KEY)
+    varying = [key for key in order if len({c.get(key, "") for *_, c in measured}) > 1]
     metrics = {}
     for pair, what, ratio, conditions in measured:
         parts = [f"{key_part(pair.gaudi)}_vs_{key_part(pair.gpu)}", what,
-                 *(_condition_part(key, conditions[key]) for key in varying)]
-        metrics[SPEEDUP_METRIC_PREFIX + ".".join(parts)] = ratio
+                 *(_condition_part(key, conditions.get(key, "")) for key in varying)]
+        metrics[prefix + ".".join(parts)] = ratio
     return metrics
+
+
+def speedup_metrics(comparison: Comparison) -> dict[str, float]:
+    """`speedup.<gaudi>_vs_<gpu>.<setting or best>[.<condition>...]` for every measured headline ratio."""
+    return _keyed(SPEEDUP_METRIC_PREFIX, [(pair, what, ratio, _conditions(pair, cell))
+                                          for pair in comparison.headline if not pair.section.published
+                                          for what, ratio, cell in _ratios(pair)])
+
+
+def target_part(target: str) -> str:
+    """`eval_recall_at_5>=0.2` -> `eval_recall_at_5_ge_0.2` (the comparison kept, in characters keys allow)."""
+    for sign, word in COMPARISONS:
+        target = target.replace(sign, f"_{word}_")
+    return key_part(target)
+
+
+def _every_cells(pair: HeadlinePair) -> list[tuple[str, CellPair]]:
+    return [*((setting_part(cells.setting), cells) for cells in pair.every_setting), (BEST, pair.best)]
+
+
+def time_to_target_metrics(comparison: Comparison) -> dict[str, float]:
+    """`time_to_target_speedup.<gaudi>_vs_<gpu>.<setting or best>[...]` and `samples_to_target_ratio...` for every
+    measured pair of cells that reached the same target (the target joins the key where pairs ran several)."""
+    speedups: Measured = []
+    samples: Measured = []
+    for pair in (p for p in comparison.headline if not p.section.published):
+        for what, cells in _every_cells(pair):
+            for shared in (q for q in quality_pairs(cells) if q.key.target):
+                conditions = {**_conditions(pair, cells.gpu), TARGET_KEY: target_part(shared.key.label)}
+                if shared.time_to_target_speedup is not None:
+                    speedups.append((pair, what, shared.time_to_target_speedup, conditions))
+                if shared.samples_ratio is not None:
+                    samples.append((pair, what, shared.samples_ratio, conditions))
+    return {**_keyed(TIME_TO_TARGET_SPEEDUP_METRIC_PREFIX, speedups),
+            **_keyed(SAMPLES_TO_TARGET_RATIO_METRIC_PREFIX, samples)}
 
 
 def gate_metrics(gate: GateResult | None) -> dict[str, float]:
@@ -81,7 +123,10 @@ def gate_metrics(gate: GateResult | None) -> dict[str, float]:
     if gate is None or not gate.checks:
         return {}
     worst = min(check.current.median / check.gated for check in gate.checks if check.gated)
-    return {GATE_PASSED_METRIC: 0.0 if gate.failed else 1.0, GATE_WORST_RATIO_METRIC: worst}
+    metrics = {GATE_PASSED_METRIC: 1.0 if gate.passed else 0.0, GATE_WORST_RATIO_METRIC: worst}
+    if gate.quality:
+        metrics[GATE_QUALITY_FAILED_METRIC] = float(len(gate.quality_failed))
+    return metrics
 
 
 def columns(rows: list[Row]) -> dict[str, list[Any]]:
@@ -93,7 +138,7 @@ def columns(rows: list[Row]) -> dict[str, list[Any]]:
 def result_tables(comparison: Comparison) -> dict[str, dict[str, list[Any]]]:
     """artifact file -> table, for each table with rows: cells, headline (flat), scaling."""
     tables = {COMPARE_CELLS_TABLE: csv_rows(comparison), COMPARE_HEADLINE_TABLE: headline_records(comparison, False),
-              COMPARE_SCALING_TABLE: scaling_records(comparison)}
+              COMPARE_SCALING_TABLE: scaling_records(comparison), COMPARE_QUALITY_TABLE: quality_rows(comparison)}
     return {name: columns(rows) for name, rows in tables.items() if rows}
 
 
@@ -103,7 +148,7 @@ def log_results(client: MlflowClient, run_id: str, comparison: Comparison, gate:
 
     from mlflow.entities import Metric
 
-    metrics = {**speedup_metrics(comparison), **gate_metrics(gate)}
+    metrics = {**speedup_metrics(comparison), **time_to_target_metrics(comparison), **gate_metrics(gate)}
     now = int(time.time() * 1000)
     logged = [Metric(key, value, now, 0) for key, value in metrics.items()]
     for start in range(0, len(logged), METRICS_PER_BATCH):

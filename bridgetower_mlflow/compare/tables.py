@@ -11,6 +11,7 @@ from .formatting import PUBLISHED_PREFIX, Table, format_cell, format_number, for
 from .grouping import STUDY_BASELINE_SETTING, GroupStats
 from .headline import GAUDI_SIDE, GPU_SIDE, MATCHED_RULE, HeadlinePair
 from .published_pairs import PublishedPair, setting_text
+from .quality_tables import every_setting_quality, headline_quality, quality_table
 from .scaling import scaling_table
 from .speedups import ConfigSection, SpeedupRow
 from .stats import within_noise
@@ -38,6 +39,8 @@ def headline_table(pairs: Sequence[HeadlinePair], prices: PriceList) -> Table:
     """Gaudi vs GPU per section and axis point: matched setting and best vs best (cost with prices; why with phases)."""
     headers = ["section", "pair", "matched setting", GAUDI_SIDE, GPU_SIDE, "matched", f"{GAUDI_SIDE} best",
                f"{GPU_SIDE} best", "best vs best"]
+    quality_headers, quality_rows = headline_quality(pairs)  # to target and quality: only where runs have them
+    headers += quality_headers
     if prices:
         headers += [f"{GAUDI_SIDE} best USD/M samples", f"{GPU_SIDE} best USD/M samples",
                     f"{GPU_SIDE}/{GAUDI_SIDE} cost"]
@@ -45,7 +48,7 @@ def headline_table(pairs: Sequence[HeadlinePair], prices: PriceList) -> Table:
     if any(reasons):
         headers.append(WHY_HEADER)  # runs without a phase breakdown get no column, never an empty one
     rows = []
-    for pair, why in zip(pairs, reasons):
+    for pair, why, quality in zip(pairs, reasons, quality_rows):
         matched, best = pair.matched, pair.best
         row = [pair_place(pair),
                f"{pair.gaudi} vs {pair.gpu}", matched.setting.label if matched else "none shared",
@@ -54,7 +57,7 @@ def headline_table(pairs: Sequence[HeadlinePair], prices: PriceList) -> Table:
                format_speedup(matched.speedup, matched.within_noise) if matched else format_speedup(None),
                f"{best.gaudi.setting.label}: {format_cell(best.gaudi, loaders=False, memory=False)}",
                f"{best.gpu.setting.label}: {format_cell(best.gpu, loaders=False, memory=False)}",
-               format_speedup(best.speedup, best.within_noise)]
+               format_speedup(best.speedup, best.within_noise), *quality]
         if prices:
             gaudi_cost = usd_per_million_samples(best.gaudi, prices)
             gpu_cost = usd_per_million_samples(best.gpu, prices)
@@ -72,13 +75,15 @@ def _strategies(first: GroupStats, second: GroupStats) -> str:
 
 def every_setting_table(pairs: Sequence[HeadlinePair]) -> Table:
     """Each Gaudi column against each GPU column at every setting both ran, whatever the baseline."""
+    quality_headers, quality_rows = every_setting_quality(pairs)
     rows = [[f"{pair.gaudi} vs {pair.gpu}", pair_place(pair), shared.setting.label,
              _strategies(shared.gaudi, shared.gpu),
              format_cell(shared.gaudi, loaders=False), format_cell(shared.gpu, loaders=False),
              format_speedup(shared.speedup, shared.within_noise)]
             for pair in pairs for shared in pair.every_setting]
     return ("Each Gaudi against each GPU at every setting both ran, samples/s (median, n repeats, min-max)",
-            ["pair", "section", "setting", "strategy", GAUDI_SIDE, GPU_SIDE, f"{GAUDI_SIDE}/{GPU_SIDE}"], rows)
+            ["pair", "section", "setting", "strategy", GAUDI_SIDE, GPU_SIDE, f"{GAUDI_SIDE}/{GPU_SIDE}",
+             *quality_headers], [row + quality for row, quality in zip(rows, quality_rows)])
 
 
 def published_pair_table(pair: PublishedPair) -> Table:
@@ -166,5 +171,6 @@ def _cost_table(section: ConfigSection, prices: PriceList) -> Table | None:
 def section_tables(section: ConfigSection, prices: PriceList | None = None) -> list[Table]:
     """(caption, headers, rows) for each table of one section; scaling, phases, efficiency and cost where known."""
     tables = [_throughput_table(section), scaling_table(section), phase_table(section), _setting_table(section),
-              _best_table(section), _efficiency_table(section), _cost_table(section, prices or PriceList())]
+              _best_table(section), quality_table(section), _efficiency_table(section),
+              _cost_table(section, prices or PriceList())]
     return [table for table in tables if table is not None]

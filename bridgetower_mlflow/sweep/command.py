@@ -32,6 +32,14 @@ PASSTHROUGH_OPTIONS = ("model", "dataset", "max_steps", "image_backend")
 @click.option("--devices", default="", help="devices values (processes per cell), e.g. 1,2,4,8; empty: train's default "
               "(one). Cells needing more devices than this host has are skipped with a note; on cpu a device is a "
               "process over the host's cores. With --backend ray, each cell holds the largest count's devices.")
+@dual_option("eval_steps", default="", help="Passed to every cell's train when given: evaluate every N optimizer "
+             "steps; empty: train's default (once, at the end).")
+@click.option("--target", default="", help="Passed to every cell's train when given, e.g. eval_recall_at_5>=0.20 "
+              "(quote it in a shell); with a target each repeat gets its own seed (seed + repeat - 1), as MLPerf asks.")
+@dual_option("stop_at_target", default="", help="Passed to every cell's train when given (true/false); empty: "
+             "train's default (stop at the first evaluation that reaches the target).")
+@click.option("--seed", default="", help="The seed of every cell (with a target: of each cell's first repeat); "
+              "empty: train's default.")
 @click.option("--backend", default="local", show_default=True,
               help="local: cells one after another here; ray: cells as Ray tasks, one node per cell.")
 @dual_option("ray_address", default="auto", show_default=True,
@@ -59,7 +67,9 @@ def sweep_command(ctx, **options):
                          repeats=options["repeats"], baseline=options["baseline"],
                          experiment_name=options["experiment_name"].strip(), passthrough=passthrough + list(ctx.args),
                          backend=options["backend"], ray_address=options["ray_address"],
-                         exclusive_hosts=options["exclusive_hosts"])
+                         exclusive_hosts=options["exclusive_hosts"], target=options["target"],
+                         eval_steps=options["eval_steps"], stop_at_target=options["stop_at_target"],
+                         seed=options["seed"])
     outcome = run_sweep(sweep, echo=click.echo)
     done = len(outcome.results) - len(outcome.failed)
     click.echo(f"sweep {outcome.parent_run_id}: {done} of {len(outcome.results)} runs finished")

@@ -29,6 +29,7 @@ from .grid import (
     plan_cells,
 )
 from .limits import check_cells_can_measure, cpu_devices_note, device_capacity
+from .quality import QualitySettings, parse_quality_settings, with_seeds
 
 BACKENDS = ("local", "ray")
 
@@ -48,6 +49,10 @@ class SweepOptions:
     backend: str = "local"
     ray_address: str = "auto"
     exclusive_hosts: str = "true"
+    target: str = ""  # the time-to-quality options every cell gets; empty: train's default
+    eval_steps: str = ""
+    stop_at_target: str = ""
+    seed: str = ""  # the first repeat's seed (each repeat its own with a target)
 
 
 @dataclass
@@ -84,7 +89,11 @@ def plan_sweep(options: SweepOptions) -> SweepPlan:
     decodes = adapter.device_decode_loader_name is not None
     plan = plan_cells(accel, axes, Capabilities(decodes, adapter_strategies(adapter), limit, why))
     note = cpu_devices_note(accel, axes.devices) if on_cpu else ""
-    return SweepPlan(plan.cells, plan.notes + ([note] if note else []))
+    return SweepPlan(with_seeds(plan.cells, quality_settings(options)), plan.notes + ([note] if note else []))
+
+
+def quality_settings(options: SweepOptions) -> QualitySettings:
+    return parse_quality_settings(options.target, options.eval_steps, options.stop_at_target, options.seed)
 
 
 def cell_devices(plan: SweepPlan) -> int:
@@ -125,6 +134,7 @@ def open_parent(client, options: SweepOptions, plan: SweepPlan, backend: str) ->
             str(b) for b in parse_batches(options.per_device_train_batch_size) if b is not None) or "default",
         "sweep.cells": str(len(plan.cells)), "sweep.backend": backend,
         "sweep.devices": ",".join(str(n) for n in parse_devices(options.devices) if n is not None) or "default",
+        **quality_settings(options).tags(),
     }
     ready_store()  # two sweeps (or a sweep and a train) starting on a fresh sqlite store
     run_id = os.environ.get("MLFLOW_RUN_ID")
@@ -216,7 +226,7 @@ def run_sweep(options: SweepOptions, client=None, echo=print) -> SweepOutcome:
         notes = [*plan.notes, *backend.notes]
         for note in notes:
             echo(f"note: {note}")
-        passthrough = list(options.passthrough)
+        passthrough = list(options.passthrough) + quality_settings(options).train_args()
         if options.experiment_name:
             passthrough += ["--experiment-name", options.experiment_name]
         context = SweepContext(client, experiment_id, parent_id, passthrough, tracking_uri,

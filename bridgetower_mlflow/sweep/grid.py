@@ -27,6 +27,7 @@ class SweepCell:
     named_batch: bool = False  # the name shows the batch size (more than one was swept)
     devices: int | None = None  # None: train's default (one device)
     named_devices: bool = False  # the name shows the device count (more than one was swept)
+    seed: int | None = None  # None: train's default (quality.QualitySettings.seed_of)
 
     @property
     def setting(self) -> str:
@@ -54,6 +55,8 @@ class SweepCell:
             args += ["--per-device-train-batch-size", str(self.batch)]
         if self.devices is not None:
             args += ["--devices", str(self.devices)]
+        if self.seed is not None:
+            args += ["--seed", str(self.seed)]
         return args
 
 

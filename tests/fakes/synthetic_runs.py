@@ -14,6 +14,10 @@ from bridgetower_mlflow.contract import (
     ENERGY_METRIC,
     EPOCH_START_EXTRA_FRACTION_METRIC,
     ERROR_TAG,
+    EVAL_CLOCK_METRIC,
+    EVAL_SAMPLES_INTERVAL_METRIC,
+    EVAL_TRAIN_SAMPLES_METRIC,
+    EVALUATIONS_METRIC,
     HOST_CPU_COUNT_TAG,
     JOULES_PER_SAMPLE_METRIC,
     MFU_METRIC,
@@ -21,12 +25,19 @@ from bridgetower_mlflow.contract import (
     PHASE_FORWARD_BACKWARD,
     PHASES_MERGED_TAG,
     RUN_KIND_TAG,
+    SAMPLES_TO_TARGET_METRIC,
+    STEPS_TO_TARGET_METRIC,
     SWEEP_CELL_TAG,
     SWEEP_REPEAT_TAG,
+    TARGET_BEST_METRIC,
+    TARGET_REACHED_TAG,
+    TARGET_TAG,
     TFLOPS_METRIC,
     TFLOPS_PER_DEVICE_METRIC,
     THROUGHPUT_METRIC,
     THROUGHPUT_PER_DEVICE_METRIC,
+    TIME_TO_TARGET_METRIC,
+    TIME_TO_TARGET_TRAIN_METRIC,
     decode_class,
     phase_fraction_metric,
     phase_seconds_metric,
@@ -66,6 +77,19 @@ class TrainRunSpec:
     error: str = ""  # a failed run's reason (the `error` tag train or the sweep writes)
     host_cpu_count: int = 0
     epoch_start_fraction: float | None = None  # train_epoch_start_extra_fraction, where an epoch began in the window
+    eval_batch: int = 16  # per_device_eval_batch_size
+    seed: int = 42
+    # time to quality: a run with a target (canonical spelling) reached it where samples_to_target is given
+    target: str = ""
+    stop_at_target: bool = True
+    samples_to_target: float | None = None
+    time_to_target: float | None = None
+    eval_samples_interval: float | None = None
+    eval_loss: float = 0.11  # the final eval metrics
+    recall_at_1: float = 0.4
+    recall_at_5: float = 0.8
+    best_value: float | None = None  # target_best_value (default: the final value of the target's metric)
+    evaluations: tuple[tuple[float, float, float], ...] = ()  # (clock s, train samples, target metric) each eval
 
 
 def train_run_contents(spec: TrainRunSpec) -> tuple[dict, dict, dict]:
@@ -76,11 +100,12 @@ def train_run_contents(spec: TrainRunSpec) -> tuple[dict, dict, dict]:
     params.update({
         "accel": spec.accel, "model": spec.model, "dataset": "jmhessel/newyorker_caption_contest",
         "dataset_config": "matching", "per_device_train_batch_size": str(spec.batch),
-        "per_device_eval_batch_size": "16", "dataloader_num_workers": str(spec.workers),
+        "per_device_eval_batch_size": str(spec.eval_batch), "dataloader_num_workers": str(spec.workers),
         "device_decode": spec.raw_bool or str(spec.device_decode).lower(), "devices": str(spec.devices),
         "max_seq_length": "128", "throughput_warmup_steps": str(spec.warmup_steps),
-        "distribution_strategy": spec.strategy, "learning_rate": "1e-05", "seed": "42", "max_steps": "-1",
-        "num_train_epochs": "5", "precision": "auto",
+        "distribution_strategy": spec.strategy, "learning_rate": "1e-05", "seed": str(spec.seed), "max_steps": "-1",
+        "num_train_epochs": "5", "precision": "auto", "target": spec.target, "stop_at_target": str(spec.stop_at_target),
+        "eval_steps": "0" if spec.eval_samples_interval is None else "8",
     })
     tags = {
         RUN_KIND_TAG: "train", "accelerator": spec.accel, "accelerator.device_name": spec.accel.upper(),
@@ -96,9 +121,12 @@ def train_run_contents(spec: TrainRunSpec) -> tuple[dict, dict, dict]:
     metrics = {
         "train_samples_per_second": spec.samples_per_second,
         "train_samples_per_second_per_device": spec.samples_per_second / spec.devices,
-        "train_runtime": 300.0, "train_loss": 0.5, "eval_loss": 0.11, "eval_recall_at_1": 0.4,
-        "eval_recall_at_5": 0.8, "eval_caption_match_accuracy": 0.7, "dataloader_wait_fraction": 0.02,
+        "train_runtime": 300.0, "train_loss": 0.5, "eval_loss": spec.eval_loss, "eval_recall_at_1": spec.recall_at_1,
+        "eval_recall_at_5": spec.recall_at_5, "eval_caption_match_accuracy": 0.7, "dataloader_wait_fraction": 0.02,
     }
+    metrics.update(_quality_metrics(spec, metrics))
+    if spec.target:
+        tags.update({TARGET_TAG: spec.target, TARGET_REACHED_TAG: str(spec.samples_to_target is not None).lower()})
     metrics.update(_efficiency_metrics(spec))
     metrics.update(_phase_metrics(spec))
     if spec.peak_memory_gb is not None:
@@ -124,6 +152,38 @@ def _optional_tags(spec: TrainRunSpec) -> dict:
     if spec.host_cpu_count:
         tags[HOST_CPU_COUNT_TAG] = str(spec.host_cpu_count)
     return tags
+
+
+def target_metric(spec: TrainRunSpec) -> str:
+    """The eval metric a target names (`eval_recall_at_5>=0.2` -> eval_recall_at_5)."""
+    return spec.target.split(">")[0].split("<")[0]
+
+
+def _quality_metrics(spec: TrainRunSpec, finals: dict) -> dict:
+    """What train logs of a target (the to-target figures only where it reached it) and of its evaluations."""
+    metrics = {}
+    if spec.eval_samples_interval is not None:
+        metrics[EVAL_SAMPLES_INTERVAL_METRIC] = spec.eval_samples_interval
+    if not spec.target:
+        return metrics
+    metrics[EVALUATIONS_METRIC] = float(len(spec.evaluations) or 1)
+    metrics[TARGET_BEST_METRIC] = spec.best_value if spec.best_value is not None else finals[target_metric(spec)]
+    if spec.samples_to_target is not None:
+        metrics.update({SAMPLES_TO_TARGET_METRIC: spec.samples_to_target,
+                        STEPS_TO_TARGET_METRIC: spec.samples_to_target / (spec.batch * spec.devices),
+                        TIME_TO_TARGET_METRIC: spec.time_to_target,
+                        TIME_TO_TARGET_TRAIN_METRIC: spec.time_to_target * 0.9})
+    return metrics
+
+
+def evaluation_history(spec: TrainRunSpec) -> list[tuple[str, float, int]]:
+    """(metric, value, global step) of every evaluation: its clock, its samples and the target's metric."""
+    found = []
+    for clock, samples, value in spec.evaluations:
+        step = int(samples // (spec.batch * spec.devices))
+        found += [(EVAL_CLOCK_METRIC, clock, step), (EVAL_TRAIN_SAMPLES_METRIC, samples, step),
+                  (target_metric(spec), value, step)]
+    return found
 
 
 def step_seconds(spec: TrainRunSpec) -> float:
@@ -169,12 +229,17 @@ def log_train_run(client, experiment_id: str, spec: TrainRunSpec) -> str:
     run = client.create_run(experiment_id, tags={"mlflow.runName": tags["mlflow.runName"]})
     run_id = run.info.run_id
     now = int(time.time() * 1000)
+    history = evaluation_history(spec)
+    last = max((step for *_, step in history), default=0)  # the final metrics sit at the last global step
+    finished = spec.status == "FINISHED"
     client.log_batch(
         run_id,
-        metrics=[Metric(k, v, now, 0) for k, v in metrics.items()] if spec.status == "FINISHED" else [],
+        metrics=[Metric(k, v, now, last) for k, v in metrics.items()] if finished else [],
         params=[Param(k, v) for k, v in params.items()],
         tags=[RunTag(k, v) for k, v in tags.items()],
     )
+    if finished and history:
+        client.log_batch(run_id, metrics=[Metric(k, v, now, step) for k, v, step in history])
     if spec.status != "RUNNING":
         client.set_terminated(run_id, spec.status)
     return run_id
