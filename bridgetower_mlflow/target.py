@@ -48,6 +48,8 @@ _TARGET = re.compile(r"^\s*([A-Za-z_]\w*)\s*(>=|<=|>|<)\s*(\S+)\s*$")
 def parse_target(text: str) -> Target | None:
     """`eval_recall_at_5>=0.20` (the `eval_` prefix may be left out); None for ""; ConfigError naming `target`."""
     text = str(text).strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        text = text[1:-1].strip()  # MLflow's Kubernetes backend quotes each argument and no shell takes them off
     if not text:
         return None
     allowed = ("allowed: one eval metric, one comparison, one value, e.g. eval_recall_at_5>=0.20 or eval_loss<=1.5; "

@@ -16,8 +16,10 @@ from conftest import BIN, mlflow_run
 from fakes.synthetic_runs import log_scaled_copy
 
 pytestmark = pytest.mark.slow
+# every run evaluates at steps 3 and 6 and aims at a target the first evaluation reaches (training goes on)
 TRAIN = ["train", "--accel", "cpu", "--max-steps", "6", "--log-model", "false", "--logging-steps", "2",
-         "--per-device-train-batch-size", "8", "--max-eval-samples", "16", "--experiment-name", "real"]
+         "--per-device-train-batch-size", "8", "--max-eval-samples", "16", "--experiment-name", "real",
+         "--eval-steps", "3", "--target", "eval_loss<=100", "--stop-at-target", "false"]
 WORKERS = (0, 0, 0, 0, 0, 1)  # five repeats of one cell (olympic average) and one single-run cell
 PARALLEL = 2  # the CI machines have two cores; more processes only slow each other
 
@@ -89,7 +91,8 @@ def _runs_by_workers(client):
     """The store's own records, read without the product: {workers: [run, ...]}."""
     real_id = client.get_experiment_by_name("real").experiment_id
     found = {}
-    for run in client.search_runs([real_id], "attributes.status = 'FINISHED'"):
+    trains = "attributes.status = 'FINISHED' and tags.`bridgetower.run_kind` = 'train'"  # not compare's own runs
+    for run in client.search_runs([real_id], trains):
         found.setdefault(int(run.data.params["dataloader_num_workers"]), []).append(run)
     return found
 
@@ -143,3 +146,17 @@ def test_gate_exit_codes_through_mlflow_run(real, compare):
     real_id = client.get_experiment_by_name("real").experiment_id
     (priced,) = client.search_runs([real_id], "tags.`compare.prices` = 'cpu=0.1'")
     assert priced.data.tags["compare.price_source"] == "test figure" and priced.info.status == "FINISHED"
+
+
+def test_real_runs_show_what_they_learned_and_how_long_it_took(real, compare, tmp_path):
+    """The quality table over real runs: each cell's target, how many repeats reached it, samples (3 steps of 8 rows)
+    and seconds to it as the runs logged them, and the time-to-quality chart."""
+    runs = _runs_by_workers(real[0])
+    seconds = statistics.median(r.data.metrics["time_to_target_seconds"] for r in runs[0])
+    assert {r.data.metrics["samples_to_target"] for r in runs[0] + runs[1]} == {24}
+    result = compare("--experiment-name", "real", "--no-log", "--output-dir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    w0 = next(line for line in result.output.splitlines()
+              if line.startswith("w0 decode=cpu") and "eval_loss<=100.0" in line)
+    assert "5 of 5" in w0 and "24 (n=5" in w0 and format_number(seconds) in w0, w0
+    assert (tmp_path / "time_to_quality.png").stat().st_size > 10_000
