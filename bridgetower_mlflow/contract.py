@@ -156,6 +156,10 @@ MAX_KEY = 250
 MAX_TAG_VALUE = 8000
 NOTE_LIMIT = 7900  # a tag value, with room for a truncation notice
 PARAMS_PER_BATCH = 100
+RUN_NAME_LIMIT = 250  # the runs table's name column (PostgreSQL and MySQL enforce it)
+EXPERIMENT_NAME_LIMIT = 256  # the experiments table's name column (a PostgreSQL store enforces it)
+HUB_ID_LIMIT = 96  # huggingface_hub's longest repo id
+NAME_BYTES_LIMIT, PATH_BYTES_LIMIT = 255, 4096  # a file name and a path on Linux (NAME_MAX, PATH_MAX)
 METRICS_PER_BATCH = 900  # MLflow allows 1000 per log_batch
 
 # --- spellings users type in MLproject -P values -------------------------------------------------

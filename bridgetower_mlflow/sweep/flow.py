@@ -28,7 +28,7 @@ from .grid import (
     parse_workers,
     plan_cells,
 )
-from .limits import check_cells_can_measure, cpu_devices_note, device_capacity
+from .limits import check_cells_can_measure, cpu_devices_note, device_capacity, option_value
 
 BACKENDS = ("local", "ray")
 
@@ -70,13 +70,14 @@ def adapter_strategies(adapter) -> tuple[str, ...]:
 def plan_sweep(options: SweepOptions) -> SweepPlan:
     """Validate the grid and ask the accelerator adapter what it can do (this host's devices: local backend)."""
     from ..accelerators.registry import family, get_accelerator
-    from ..config import parse_int
+    from ..config import build_train_config, parse_int
     from ..contract import CPU_FAMILY
 
     axes = SweepAxes(parse_workers(options.workers), parse_device_decode(options.device_decode),
                      parse_int("repeats", options.repeats, 1), parse_strategies(options.distribution_strategy),
                      parse_batches(options.per_device_train_batch_size), parse_devices(options.devices))
     check_cells_can_measure(list(options.passthrough))
+    build_train_config(hf_args=option_value(list(options.passthrough), "hf_args") or "")  # refused as train would
     accel, adapter = options.accel.strip().lower(), get_accelerator(options.accel)
     on_cpu = family(accel) == CPU_FAMILY
     local = str(options.backend).strip().lower() == "local"  # Ray's nodes, not this host, hold the devices
