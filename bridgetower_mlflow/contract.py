@@ -29,6 +29,10 @@ SWEEP_CELL_ENV = "BRIDGETOWER_SWEEP_CELL"  # "1" in a sweep's train processes: t
 # --- MLflow's own tags ---------------------------------------------------------------------------
 PARENT_RUN_TAG = "mlflow.parentRunId"
 RUN_NAME_TAG = "mlflow.runName"
+# on an experiment: what MLflow's UI opens it as. custom_model_development is the value its own "Machine learning"
+# choice writes: the Model training view (runs, models) in every 3.x UI, and a user can change it there; finetuning
+# opens the same view in 3.17 but is not a kind the UI lets a user change, nor one every 3.x UI's tabs know
+EXPERIMENT_KIND_TAG, EXPERIMENT_KIND_TRAINING = "mlflow.experimentKind", "custom_model_development"
 NOTE_TAG = "mlflow.note.content"
 
 # --- what ran: tags train writes -----------------------------------------------------------------
