@@ -14,6 +14,7 @@ from ..launch.signals import stop_signals_raise
 from ..redact import first_line
 from ..tracking.runs import FAILED, FINISHED, KILLED, create_run, settle_run
 from ..tracking.store_init import ready_store
+from ..train_args import check_train_args
 from .backends.local import LocalBackend
 from .child import ChildResult, SweepContext, print_failure, progress_line, start_line
 from .grid import (
@@ -28,7 +29,7 @@ from .grid import (
     parse_workers,
     plan_cells,
 )
-from .limits import check_cells_can_measure, cpu_devices_note, device_capacity, option_value
+from .limits import check_cells_can_measure, cpu_devices_note, device_capacity
 
 BACKENDS = ("local", "ray")
 
@@ -70,14 +71,14 @@ def adapter_strategies(adapter) -> tuple[str, ...]:
 def plan_sweep(options: SweepOptions) -> SweepPlan:
     """Validate the grid and ask the accelerator adapter what it can do (this host's devices: local backend)."""
     from ..accelerators.registry import family, get_accelerator
-    from ..config import build_train_config, parse_int
+    from ..config import parse_int
     from ..contract import CPU_FAMILY
 
     axes = SweepAxes(parse_workers(options.workers), parse_device_decode(options.device_decode),
                      parse_int("repeats", options.repeats, 1), parse_strategies(options.distribution_strategy),
                      parse_batches(options.per_device_train_batch_size), parse_devices(options.devices))
     check_cells_can_measure(list(options.passthrough))
-    build_train_config(hf_args=option_value(list(options.passthrough), "hf_args") or "")  # refused as train would
+    check_train_args([*options.passthrough, "--experiment-name", options.experiment_name])  # as every cell would
     accel, adapter = options.accel.strip().lower(), get_accelerator(options.accel)
     on_cpu = family(accel) == CPU_FAMILY
     local = str(options.backend).strip().lower() == "local"  # Ray's nodes, not this host, hold the devices
