@@ -52,6 +52,7 @@ class Recorder:
         self.reaped: list[list[float]] = []  # [pid, time.time(), CPU seconds] of each forked child reaped
         self.first_batch: dict = {}  # the first training batch: shapes, token ids, mask, torch threads
         self.training_args: dict = {}  # the Trainer's own `args.to_dict()` as its outermost `train` started
+        self.trainer_amp: dict = {}  # GaudiTrainer's own autocast switches then (it clears args.bf16 for them)
         self._local = threading.local()
 
     def active(self, name: str) -> bool:
@@ -129,6 +130,8 @@ def _recording_args(recorder: Recorder, train):
     def recording(self, *args, **kwargs):
         if not recorder.training_args:
             recorder.training_args = json.loads(json.dumps(self.args.to_dict(), default=str))
+            recorder.trainer_amp = {key: bool(getattr(self, key)) for key in ("use_hpu_amp", "use_cpu_amp")
+                                    if hasattr(self, key)}
         return train(self, *args, **kwargs)
 
     recording.__wrapped__ = train
