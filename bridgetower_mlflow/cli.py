@@ -10,7 +10,7 @@ import importlib
 
 import click
 
-from .cli_support import CONTEXT, reports_errors
+from .cli_support import CONTEXT, one_line_usage_errors, reports_errors
 from .tracking.credentials import move_uri_credentials
 
 COMMANDS = {
@@ -26,10 +26,15 @@ COMMANDS = {
 class LazyGroup(click.Group):
     """Resolves `COMMANDS[name]` on first use."""
 
+    def make_context(self, *args, **kwargs):
+        with one_line_usage_errors():
+            return super().make_context(*args, **kwargs)
+
     def invoke(self, ctx):
         # before resolving the subcommand (its import may load mlflow) and before any run starts
         reports_errors(move_uri_credentials)()
-        return super().invoke(ctx)
+        with one_line_usage_errors():  # the subcommand's own arguments are parsed in here
+            return super().invoke(ctx)
 
     def list_commands(self, ctx):
         return list(COMMANDS)

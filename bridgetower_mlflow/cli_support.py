@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
 import click
@@ -55,6 +56,27 @@ def reports_errors(command: Callable[P, R]) -> Callable[P, R]:
             sys.exit(exc.exit_code)
 
     return wrapper
+
+
+class OneLineUsageError(click.ClickException):
+    """Click's own argument errors (a missing value, an unknown option) as every other error: one line, exit 2."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+@contextlib.contextmanager
+def one_line_usage_errors() -> Iterator[None]:
+    """Turn click's usage errors (usage text, a hint, then the error) into the project's one line."""
+    try:
+        yield
+    except click.UsageError as exc:
+        name = exc.param.name if isinstance(exc, click.BadParameter) and exc.param is not None else None
+        message = f"{name}: {exc.format_message()}" if name else exc.format_message()
+        mark_project_run_failed(message)
+        raise OneLineUsageError(message) from None
 
 
 def dual_option(name: str, *extra_names: str, **kwargs: Any) -> Callable[[F], F]:

@@ -14,9 +14,11 @@ from typing import Any
 
 from .contract import ACCELERATOR_KINDS, FALSE_WORDS, REGISTER_CHECKPOINTS, TRUE_WORDS
 from .errors import ConfigError
+from .flag_owners import flag_owners, refuse_owned_flags
 from .profile_steps import check_profile_window, step_range, step_window
 from .shell_words import shell_words
 from .target import Target, parse_target, quality_target
+from .text_fields import DATASET_CONFIG, EXPERIMENT_NAME, RUN_NAME, column, folder, register_name, run_id, source
 
 Parser = Callable[[str, Any], Any]  # (field name, raw value) -> the field's value
 MODEL_PRESETS = ("tiny", "base", "large")
@@ -24,6 +26,9 @@ DISTRIBUTION_STRATEGIES = ("ddp", "fast_ddp")
 PRECISIONS = ("auto", "fp32", "bf16")
 # fast: the project's CPU image path; study: optimum-habana's example transform (what the study measured)
 IMAGE_BACKENDS = ("fast", "study")
+INT64_MAX = 2**63 - 1  # torch's and numpy's integers: the largest whole number the code behind any field takes
+SEED_MAX = 2**32 - 1  # numpy's RandomState seeds (transformers' set_seed seeds it with the run's seed)
+MAX_SEQ_LENGTH = 512  # BridgeTower's text tower has 514 positions (2 taken by RoBERTa's offset)
 
 
 def parse_bool(field_name: str, value: Any) -> bool:
@@ -38,10 +43,11 @@ def parse_bool(field_name: str, value: Any) -> bool:
     raise ConfigError(field_name, value, "allowed: true or false")
 
 
-def parse_int(field_name: str, value: Any, minimum: int | None = None) -> int:
-    """An integer at least `minimum`; floats like '2.0' are accepted when whole."""
+def parse_int(field_name: str, value: Any, minimum: int | None = None, maximum: int = INT64_MAX) -> int:
+    """An integer from `minimum` to `maximum`; '2.0' is accepted (whole), '1e99' is not (past any maximum)."""
     try:
-        number = float(value)
+        text = str(value).strip()
+        number = int(text) if text.lstrip("+-").isdigit() else float(text)
         if number != int(number):
             raise ValueError
         number = int(number)
@@ -49,6 +55,8 @@ def parse_int(field_name: str, value: Any, minimum: int | None = None) -> int:
         raise ConfigError(field_name, value, "allowed: a whole number") from None
     if minimum is not None and number < minimum:
         raise ConfigError(field_name, value, f"allowed: a whole number >= {minimum}")
+    if number > maximum:
+        raise ConfigError(field_name, value, f"allowed: a whole number <= {maximum}")
     return number
 
 
@@ -78,25 +86,12 @@ def choice(*choices: str) -> Parser:
     return lambda name, value: parse_choice(name, value, choices)
 
 
-def whole(minimum: int | None = None) -> Parser:
-    return lambda name, value: parse_int(name, value, minimum)
+def whole(minimum: int | None = None, maximum: int = INT64_MAX) -> Parser:
+    return lambda name, value: parse_int(name, value, minimum, maximum)
 
 
 def positive_number(name: str, value: Any) -> float:
     return parse_float(name, value, 0.0, exclusive=True)
-
-
-def text(name: str, value: Any) -> str:
-    return str(value).strip()
-
-
-def required_text(allowed: str) -> Parser:
-    def parse(name: str, value: Any) -> str:
-        if not str(value).strip():
-            raise ConfigError(name, value, f"allowed: {allowed}")
-        return str(value).strip()
-
-    return parse
 
 
 def steps_or_epochs(name: str, value: Any) -> int:
@@ -106,17 +101,18 @@ def steps_or_epochs(name: str, value: Any) -> int:
     return steps
 
 
-def register_name(field_name: str, value: Any) -> str:
-    name = str(value).strip()
-    if name and (len(name) > 250 or any(c in name for c in "/:@%\\") or ".." in name):
-        raise ConfigError(field_name, name, "allowed: a registered-model name of at most 250 characters without "
-                                            "'/', ':', '@', '%', '\\' or '..'")
-    return name
+def training_flags(name: str, value: Any) -> tuple[str, ...]:
+    """hf_args: `--flag value` words setting what no train option and not the project set."""
+    words = shell_words(name, value)
+    refuse_owned_flags(name, words, flag_owners(SCHEMA))
+    return words
 
 
-def option(default: Any, parse: Parser, help: str, project: bool = True) -> Any:
-    """A TrainConfig field; `project=False` for what `mlflow run` sets itself (experiment, run name)."""
-    return dataclasses.field(default=default, metadata={"parse": parse, "help": help, "project": project})
+def option(default: Any, parse: Parser, help: str, project: bool = True, owns: tuple[str, ...] = ()) -> Any:
+    """A TrainConfig field; `project=False` for what `mlflow run` sets itself (experiment, run name); `owns`: the
+    TrainingArguments flags it sets under another name than its own (hf_args may set none of them)."""
+    return dataclasses.field(default=default, metadata={"parse": parse, "help": help, "project": project,
+                                                        "owns": owns})
 
 
 @dataclass(frozen=True)
@@ -124,15 +120,17 @@ class TrainConfig:
     """Everything a `train` run is asked to do (what actually ran is recorded separately)."""
 
     accel: str = option("cpu", choice(*ACCELERATOR_KINDS), "accelerator kind")
-    model: str = option("tiny", required_text(", ".join(MODEL_PRESETS) + ", a Hub id or a local path"),
+    model: str = option("tiny", source(MODEL_PRESETS, "a Hub id (owner/name) or an existing local checkpoint"),
                         "tiny, base, large (random-init presets), a Hub id or a local checkpoint")
-    dataset: str = option("sample", required_text("sample, a local folder or a Hub dataset id"),
+    dataset: str = option("sample", source(("sample",), "a Hub dataset id (owner/name) or an existing local folder"),
                           "sample, a local folder or a Hub dataset id")
-    dataset_config: str = option("matching", text, "Hub dataset config")
-    image_column: str = option("image", text, "column holding the images")
-    caption_column: str = option("image_description", text, "column holding the captions")
-    per_device_train_batch_size: int = option(48, whole(1), "training batch per device")
-    per_device_eval_batch_size: int = option(16, whole(1), "evaluation batch per device")
+    dataset_config: str = option("matching", DATASET_CONFIG, "Hub dataset config")
+    image_column: str = option("image", column, "column holding the images")
+    caption_column: str = option("image_description", column, "column holding the captions")
+    per_device_train_batch_size: int = option(48, whole(1), "training batch per device",
+                                              owns=("per_gpu_train_batch_size", "auto_find_batch_size"))
+    per_device_eval_batch_size: int = option(16, whole(1), "evaluation batch per device",
+                                             owns=("per_gpu_eval_batch_size",))
     dataloader_num_workers: int = option(1, whole(0), "data-loader worker processes per device")
     device_decode: bool = option(False, parse_bool, "decode JPEGs on the accelerator (alias mediapipe_dataloader)")
     allow_loader_fallback: bool = option(False, parse_bool, "train with the CPU loader when device decode fails")
@@ -144,34 +142,40 @@ class TrainConfig:
     num_train_epochs: float = option(5.0, positive_number, "epochs when max_steps is -1")
     learning_rate: float = option(1e-5, positive_number, "peak learning rate")
     throughput_warmup_steps: int = option(3, whole(0), "steps left out of train_samples_per_second")
-    logging_steps: int = option(10, whole(1), "steps between logged losses and step throughput")
+    logging_steps: int = option(10, whole(1), "steps between logged losses and step throughput",
+                                owns=("logging_strategy",))
     eval_steps: int = option(0, whole(0), "evaluate every N optimizer steps (each evaluation logged at its step); "
-                             "0: once, at the end")
+                             "0: once, at the end", owns=("eval_strategy",))
     target: str = option("", quality_target, "quality target: one eval metric, one comparison, one value, e.g. "
-                         "eval_recall_at_5>=0.20 (time_to_target_seconds, samples_to_target ...); empty: none")
+                         "eval_recall_at_5>=0.20 (time_to_target_seconds, samples_to_target ...); empty: none",
+                         owns=("metric_for_best_model", "greater_is_better"))
     stop_at_target: bool = option(True, parse_bool, "with a target: stop at the first evaluation that reaches it")
     register_checkpoint: str = option("auto", choice("auto", *REGISTER_CHECKPOINTS),
                                       "what register_as registers: best (the evaluated checkpoint best by the "
-                                      "target's metric) or last; auto: best with a target, else last")
+                                      "target's metric) or last; auto: best with a target, else last",
+                                      owns=("load_best_model_at_end",))
     profile_steps: str = option("", step_range, "A-B: a torch.profiler window over global steps A..B, logged under "
                                 "profile/ and kept out of the measured window; empty: off")
-    seed: int = option(42, whole(0), "random seed")
-    precision: str = option("auto", choice(*PRECISIONS), "auto, fp32 or bf16")
-    max_seq_length: int = option(128, whole(8), "caption tokens")
+    seed: int = option(42, whole(0, SEED_MAX), "random seed")
+    precision: str = option("auto", choice(*PRECISIONS), "auto, fp32 or bf16", owns=(
+        "bf16", "fp16", "bf16_full_eval", "fp16_full_eval", "half_precision_backend", "fp16_backend", "fp8"))
+    max_seq_length: int = option(128, whole(8, MAX_SEQ_LENGTH), "caption tokens")
     max_train_samples: int = option(0, whole(0), "rows of the training split to use, 0 for all")
     max_eval_samples: int = option(0, whole(0), "rows of the validation split to use, 0 for all")
-    save_steps: int = option(0, whole(0), "steps between checkpoints (needed for resume), 0 for none")
+    save_steps: int = option(0, whole(0), "steps between checkpoints (needed for resume), 0 for none",
+                             owns=("save_strategy",))
     register_as: str = option("", register_name, "registered model name; empty: do not register")
     log_model: bool = option(True, parse_bool, "log the fine-tuned model")
-    resume: bool = option(False, parse_bool, "continue the last run in output_dir from its last complete checkpoint")
+    resume: bool = option(False, parse_bool, "continue the last run in output_dir from its last complete checkpoint",
+                          owns=("resume_from_checkpoint",))
     checkpoint_upload: bool = option(False, parse_bool, "log each checkpoint to the tracking server (checkpoints/), "
                                      "keeping the latest complete one, so a resume works on an empty disk")
-    run_id: str = option("", text, "with resume: the run to continue when output_dir is empty or new (default: "
+    run_id: str = option("", run_id, "with resume: the run to continue when output_dir is empty or new (default: "
                          "the one last trained in output_dir, else MLFLOW_RUN_ID)")
-    output_dir: str = option("outputs", lambda name, value: str(value), "folder for checkpoints and the model")
-    experiment_name: str = option("", text, "MLflow experiment (mlflow run sets its own)", project=False)
-    run_name: str = option("", text, "MLflow run name (default: derived from the settings)", project=False)
-    hf_args: tuple[str, ...] = option((), shell_words, "extra TrainingArguments flags, e.g. '--warmup_steps 10'")
+    output_dir: str = option("outputs", folder, "folder for checkpoints and the model")
+    experiment_name: str = option("", EXPERIMENT_NAME, "MLflow experiment (mlflow run sets its own)", project=False)
+    run_name: str = option("", RUN_NAME, "MLflow run name (default: derived from the settings)", project=False)
+    hf_args: tuple[str, ...] = option((), training_flags, "extra TrainingArguments flags, e.g. '--warmup_steps 10'")
 
     def to_params(self) -> dict[str, Any]:
         """The asked-for settings as flat MLflow params (hf_args as one string).

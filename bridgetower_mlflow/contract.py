@@ -29,6 +29,10 @@ SWEEP_CELL_ENV = "BRIDGETOWER_SWEEP_CELL"  # "1" in a sweep's train processes: t
 # --- MLflow's own tags ---------------------------------------------------------------------------
 PARENT_RUN_TAG = "mlflow.parentRunId"
 RUN_NAME_TAG = "mlflow.runName"
+# on an experiment: what MLflow's UI opens it as. custom_model_development is the value its own "Machine learning"
+# choice writes: the Model training view (runs, models) in every 3.x UI, and a user can change it there; finetuning
+# opens the same view in 3.17 but is not a kind the UI lets a user change, nor one every 3.x UI's tabs know
+EXPERIMENT_KIND_TAG, EXPERIMENT_KIND_TRAINING = "mlflow.experimentKind", "custom_model_development"
 NOTE_TAG = "mlflow.note.content"
 
 # --- what ran: tags train writes -----------------------------------------------------------------
@@ -156,6 +160,10 @@ MAX_KEY = 250
 MAX_TAG_VALUE = 8000
 NOTE_LIMIT = 7900  # a tag value, with room for a truncation notice
 PARAMS_PER_BATCH = 100
+RUN_NAME_LIMIT = 250  # the runs table's name column (PostgreSQL and MySQL enforce it)
+EXPERIMENT_NAME_LIMIT = 256  # the experiments table's name column (a PostgreSQL store enforces it)
+HUB_ID_LIMIT = 96  # huggingface_hub's longest repo id
+NAME_BYTES_LIMIT, PATH_BYTES_LIMIT = 255, 4096  # a file name and a path on Linux (NAME_MAX, PATH_MAX)
 METRICS_PER_BATCH = 900  # MLflow allows 1000 per log_batch
 
 # --- spellings users type in MLproject -P values -------------------------------------------------

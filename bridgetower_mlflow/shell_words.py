@@ -42,6 +42,8 @@ def shell_words(name: str, value: Any) -> tuple[str, ...]:
     refused = secret_flag_refusal(name, text, words)
     if refused:
         raise refused
+    if words and not words[0].startswith("--"):
+        raise ConfigError(name, text, "allowed: shell-quoted --flag value pairs, starting with a --flag")
     return words
 
 

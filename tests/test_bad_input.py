@@ -37,7 +37,7 @@ CASES = [  # (CLI arguments, extra environment, what the one error line must say
     # no GPU visible even on a machine that has one
     (["--accel", "h100"], {"CUDA_VISIBLE_DEVICES": ""}, "accel: h100 requested but no NVIDIA GPU is visible"),
     (["--model", "/no/such/checkpoint"], {"HF_HUB_OFFLINE": "1"}, "model: invalid value '/no/such/checkpoint'; allowed: tiny, base, large"),
-    (["--dataset", "/no/such/folder"], {}, "dataset: folder '/no/such/folder' does not exist"),
+    (["--dataset", "/no/such/folder"], {}, "dataset: invalid value '/no/such/folder'; allowed: sample, a Hub dataset id (owner/name) or an existing local folder (no such path here)"),
     (["--dataset", "nobody/no-such-dataset"], OFFLINE, "dataset: cannot load Hub dataset 'nobody/no-such-dataset'"),
     (["--dataset", "nobody/no-such-dataset", "--dataset-config", "nope"], OFFLINE, "(config 'nope')"),
     (["--image-column", "picture"], {}, "image_column: column 'picture' not in the dataset; allowed: image, "),

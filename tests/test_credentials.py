@@ -105,7 +105,7 @@ def test_the_ui_hint_for_a_database_store_runs_and_never_holds_the_password(monk
     uri = "postgresql+psycopg2://bob:pw-1@db.example:5432/mlflow?sslmode=require"
     monkeypatch.setenv(URI, uri)
     url, hint = runs_view_url("3", "abc")
-    assert url == "http://127.0.0.1:5000/#/experiments/3/runs/abc" and "pw-1" not in hint
+    assert url == "http://127.0.0.1:5000/#/experiments/3/runs/abc?workflowType=machine_learning" and "pw-1" not in hint
     command, _, note = hint.partition("; ")
     words = shlex.split(command)  # one shell word, quoted: `***` and `&` would mean something to the shell
     assert words == ["mlflow", "ui", "--backend-store-uri",

@@ -60,7 +60,7 @@ def test_mlproject_train_parameters_are_the_schema():
 def test_help_and_argument_errors_import_nothing_heavy():
     probe = ("import sys\nfrom bridgetower_mlflow.cli import main\n"
              "for argv in (['--help'], ['train', '--help'], ['sweep', '--help'], ['compare', '--help'],"
-             " ['promote', '--help'], ['train', '--accel', 'tpu']):\n"
+             " ['promote', '--help'], ['train', '--accel', 'tpu'], ['train', '--hf-args', '--max_steps 5']):\n"
              "    try:\n        main(argv, standalone_mode=False)\n    except BaseException:\n        pass\n"
              "print(sorted(m for m in ('torch', 'transformers', 'mlflow', 'datasets') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO)

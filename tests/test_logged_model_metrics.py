@@ -1,7 +1,8 @@
 """The logged model carries the run's figures, as a user finds them: `train --register-as NAME` against a real
 tracking server, then `mlflow.search_logged_models()`. Several registered runs, and every one's model holds the
 final figures (samples/s, FLOPs rate, MFU where the run has it, the eval figures) at the values the run logged:
-log_model links only the metrics already stored at its step, so the final ones must reach the store first."""
+log_model links only the metrics already stored at its step, so the final ones must reach the store first. Each
+train prints MLflow's run and experiment links once, and the experiment it logged into is marked as training."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import os
 import subprocess
 
 import pytest
+
+from bridgetower_mlflow.contract import EXPERIMENT_KIND_TAG, EXPERIMENT_KIND_TRAINING
 
 from conftest import BIN
 
@@ -33,12 +36,15 @@ def test_every_registered_runs_logged_model_has_the_final_metrics(cache_dir, mlf
                                env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                for i in range(RUNS)]  # side by side: one server, as a team's runs share one
     for train in trains:
-        _, err = train.communicate(timeout=1200)
+        out, err = train.communicate(timeout=1200)
         assert train.returncode == 0, err[-3000:]
+        # MLflow's links once at the end of each train (its end of the run printed them a second time)
+        assert (out.count("🏃 View run "), out.count("🧪 View experiment at: ")) == (1, 1), out[-3000:]
 
     mlflow.set_tracking_uri(mlflow_server.url)
     client = MlflowClient(mlflow_server.url)
     experiment = client.get_experiment_by_name("figures")
+    assert experiment.tags[EXPERIMENT_KIND_TAG] == EXPERIMENT_KIND_TRAINING  # made without a kind, logged into
     runs = client.search_runs([experiment.experiment_id])
     models = mlflow.search_logged_models(experiment_ids=[experiment.experiment_id], output_format="list")
     assert len(runs) == RUNS and len(client.search_model_versions("name='figures-model'")) == RUNS

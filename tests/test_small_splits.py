@@ -1,5 +1,5 @@
-"""Small and uneven splits: a batch the training split cannot fill is refused, a run that trained no step
-fails, and evaluation keeps every validation row on every accelerator (drop_last is for training only)."""
+"""Small and uneven splits: a batch the training split cannot fill is refused, so is no training at all, and
+evaluation keeps every validation row on every accelerator (drop_last is for training only)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.data.sample import generate_sample_set
 
-from conftest import no_running_runs, run_cli
+from conftest import run_cli
 
 QUICK = ["--max-steps", "3", "--logging-steps", "1", "--throughput-warmup-steps", "1", "--log-model", "false",
          "--dataloader-num-workers", "0", "--per-device-train-batch-size", "8"]
@@ -36,17 +36,15 @@ def test_a_batch_larger_than_the_training_split_is_refused_before_the_run(cache_
     assert _runs(sqlite_uri) == []  # refused before any run existed
 
 
-def test_a_run_that_takes_no_optimizer_step_fails_without_a_loss(cache_dir, sqlite_uri):
-    """hf_args can still ask for no training at all (0 epochs): the run must not end FINISHED with loss 0."""
+def test_no_training_at_all_is_refused_before_a_run_exists(cache_dir, sqlite_uri):
+    """0 epochs (once asked through hf_args, which ran no step and failed the run) is refused up front: epochs are
+    --num-train-epochs' alone (a number > 0), and hf_args may not set them."""
     done = run_cli(["train", *QUICK, "--max-steps", "-1", "--hf-args", "--num_train_epochs 0"])
     assert done.returncode == 2, done.stderr[-2000:]
-    (line,) = _error_lines(done)
-    assert line.startswith("error: max_steps: the run took 0 optimizer steps"), line
-    assert "Traceback" not in done.stderr
-    (run,) = _runs(sqlite_uri)
-    assert run.info.status == "FAILED" and run.data.tags["error"] == line.removeprefix("error: ")
-    assert not {"train_loss", "loss"} & set(run.data.metrics)
-    assert no_running_runs(sqlite_uri) == []
+    assert done.stderr.splitlines() == [
+        "error: hf_args: invalid value '--num_train_epochs 0'; allowed: flags no train option owns (one owner per "
+        "setting): use --num-train-epochs instead"], done.stderr[-2000:]
+    assert _runs(sqlite_uri) == []
 
 
 def test_four_validation_rows_log_eval_loss_and_the_recall_they_allow(cache_dir, sqlite_uri, tmp_path):

@@ -7,13 +7,15 @@ max_steps; its resume from a checkpoint inside that window, between two evaluati
 reaches; GA 2 without a remainder over epochs with a smaller last batch (drop_last off), warmup 3, no workers; two
 ranks under torchrun with warmup 2 that stop at their target halfway. The real GaudiTrainer's GA and resume runs
 are in tests/test_truth_gaudi.py (.venv-gaudi). Tolerance: samples and steps exact, rates and seconds (the time to
-target too) within 3 %, the loader wait within 0.05.
+target too) within 3 %, the loader wait within 0.05. The epochs run's params, name and description are held to
+the Trainer's own arguments (tests/truth_params.py).
 """
 
 from __future__ import annotations
 
 import pytest
 from truth_harness import CONFIGS, run_observed
+from truth_params import name_and_description_against_the_trainer, params_against_the_trainer
 
 pytestmark = pytest.mark.slow  # real train subprocesses (one to two minutes each on two busy cores)
 
@@ -93,6 +95,14 @@ def test_time_to_a_target_reached_after_a_resume_counts_both_attempts(resumed):
 @pytest.fixture(scope="module")
 def epochs(root, cache_dir):
     return run_observed(CONFIGS["epochs"], root)
+
+
+def test_the_params_name_and_description_say_what_the_trainer_ran_with(epochs):
+    """Every logged param that is a TrainingArguments field against the Trainer's own arguments at train start (the
+    observer's record; keys mapped, not compared, are explained in truth_params.MAPPED)."""
+    record = epochs.records[0]
+    assert record["training_args"] and params_against_the_trainer(epochs.params, record, epochs.run_id) == []
+    assert name_and_description_against_the_trainer(epochs.tags, record["training_args"]) == []
 
 
 def test_epochs_without_a_remainder_and_a_smaller_last_batch(epochs):

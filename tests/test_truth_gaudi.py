@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("optimum.habana", reason="the Gaudi stack (optimum-habana 1.21.2) runs in .venv-gaudi")
 
 from truth_harness import CONFIGS, run_observed
+from truth_params import name_and_description_against_the_trainer, params_against_the_trainer
 
 pytestmark = pytest.mark.slow  # real train subprocesses
 
@@ -29,6 +30,12 @@ def test_gaudi_trainer_counts_the_gradient_accumulation_remainder_as_it_ran(gaud
     assert gaudi_ga.batches_per_step() == [2] * 7 + [1] + [2, 2]
     assert gaudi_ga.metrics["train_measured_samples"] == 19 * 16
     assert gaudi_ga.wrong() == [], "\n".join(check.line() for check in gaudi_ga.checks)
+
+
+def test_gaudi_runs_params_name_and_description_say_what_the_gaudi_trainer_ran_with(gaudi_ga):
+    record = gaudi_ga.records[0]
+    assert record["training_args"] and params_against_the_trainer(gaudi_ga.params, record, gaudi_ga.run_id) == []
+    assert name_and_description_against_the_trainer(gaudi_ga.tags, record["training_args"]) == []
 
 
 def test_gaudi_trainer_resumes_inside_the_window_with_the_steps_of_the_uninterrupted_run(gaudi_ga, root):

@@ -1,4 +1,6 @@
-"""The MLflow UI as users see it: real server, real sweep + compare, real Chromium via Playwright."""
+"""The MLflow UI as users see it: real server, real sweep + compare, real Chromium via Playwright. The sweep's
+experiment opens as model training: its kind tag, and the run link train prints lands in the Model training view
+(MLflow 3.17.2 opens a bare link in its GenAI view, 'Evaluation runs' highlighted, whatever the tag says)."""
 
 import os
 import shutil
@@ -6,6 +8,9 @@ import subprocess
 
 import pytest
 from mlflow.tracking import MlflowClient
+
+from bridgetower_mlflow.contract import EXPERIMENT_KIND_TAG, EXPERIMENT_KIND_TRAINING
+from bridgetower_mlflow.tracking.links import runs_view_url
 
 from conftest import ARTIFACTS, BIN
 
@@ -64,8 +69,14 @@ def test_sweep_and_compare_read_well_in_the_ui(cache_dir, mlflow_server, browser
     page.get_by_text("cpu w0 decode=cpu r1").first.wait_for()
     page.screenshot(path=str(SHOTS / "runs-nested-sweep.png"))
 
-    page.goto(f"{mlflow_server.url}/#/experiments/{experiment}/runs/{child.info.run_id}")
+    # the link train prints opens the run in the Model training view (wait for `load`, then the UI's redirects)
+    assert client.get_experiment(experiment).tags[EXPERIMENT_KIND_TAG] == EXPERIMENT_KIND_TRAINING
+    page.goto(runs_view_url(experiment, child.info.run_id)[0], wait_until="load")
     page.get_by_text(child.info.run_name).first.wait_for()
+    page.wait_for_timeout(3000)
+    sidebar = page.locator("nav").first.inner_text().splitlines()
+    assert "Models" in sidebar and "Evaluation runs" not in sidebar, sidebar  # not GenAI's run list
+    page.screenshot(path=str(SHOTS / "train-run-training-view.png"))
     for tag in ("accelerator.device_name", "data_loader", "input_bound", "accelerator.count"):  # chips "key: value"
         page.get_by_text(f"{tag}: {child.data.tags[tag]}", exact=True).first.wait_for()
     page.get_by_text("train_samples_per_second (first 3 steps excluded)").first.wait_for()  # the description

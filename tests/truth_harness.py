@@ -116,6 +116,8 @@ class Observed:
     records: list
     checks: list[Check]
     stderr: str
+    params: dict = field(default_factory=dict)
+    run_id: str = ""
 
     def wrong(self) -> list[str]:
         return [check.line() for check in self.checks if not check.ok]
@@ -233,4 +235,4 @@ def _observed(config: Config, folder: Path, records: list, watcher: TreeWatcher,
     checks = compare(reported, observed)
     if cpu is not None:
         checks.append(Check("loader-worker CPU %", cpu[0], cpu[1], allowed=cpu[2]))
-    return Observed(config, metrics, tags, records, checks, output)
+    return Observed(config, metrics, tags, records, checks, output, dict(run.data.params), run.info.run_id)

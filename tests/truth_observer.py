@@ -7,7 +7,7 @@ inherits it). It patches only the libraries, as they are imported, never bridget
 - multiprocessing's reaping of forked children: each worker's CPU seconds from wait4 (its exit included);
 - the Trainer's `training_step` (transformers' and GaudiTrainer's own): each batch that ran, with its real rows;
 - torch's global optimizer-step hook: the instant each optimizer step ended;
-- the Trainer's `train`, `evaluate` and `_save_checkpoint`: when they ran;
+- the Trainer's `train`, `evaluate` and `_save_checkpoint`: when they ran, and the arguments `train` started with;
 - the callback handler's `on_evaluate` while training: each evaluation's global step and metrics.
 At exit the process writes what it saw as `<pid>.json` into that folder (only a process that trained). With
 BRIDGETOWER_TRUTH_HOLD_FILE and BRIDGETOWER_TRUTH_HOLD_AT set, optimizer step HOLD_AT does not end while that
@@ -54,6 +54,8 @@ class Recorder:
         self.worker_pids: set[int] = set()
         self.reaped: list[list[float]] = []  # [pid, time.time(), CPU seconds] of each forked child reaped
         self.first_batch: dict = {}  # the first training batch: shapes, token ids, mask, torch threads
+        self.training_args: dict = {}  # the Trainer's own `args.to_dict()` as its outermost `train` started
+        self.trainer_amp: dict = {}  # GaudiTrainer's own autocast switches then (it clears args.bf16 for them)
         self._local = threading.local()
 
     def active(self, name: str) -> bool:
@@ -123,8 +125,23 @@ def patch_trainer(recorder: Recorder, cls) -> None:
         original = getattr(cls, name)
         if name == "training_step":
             setattr(cls, name, _counting_step(recorder, original))
+        elif name == "train":
+            setattr(cls, name, _recording_args(recorder, recorder.timed(name, original, spans[name])))
         else:
             setattr(cls, name, recorder.timed(name, original, spans[name]))
+
+
+def _recording_args(recorder: Recorder, train):
+    """`train` noting the arguments the Trainer really holds as it starts (after every product-side change)."""
+    def recording(self, *args, **kwargs):
+        if not recorder.training_args:
+            recorder.training_args = json.loads(json.dumps(self.args.to_dict(), default=str))
+            recorder.trainer_amp = {key: bool(getattr(self, key)) for key in ("use_hpu_amp", "use_cpu_amp")
+                                    if hasattr(self, key)}
+        return train(self, *args, **kwargs)
+
+    recording.__wrapped__ = train
+    return recording
 
 
 def _counting_step(recorder: Recorder, original):

@@ -20,6 +20,7 @@ def hf_args_overrides(args_class: type, hf_args: tuple) -> dict:
         raise ConfigError("hf_args", " ".join(hf_args), f"allowed: {args_class.__name__} flags ({message})")
 
     parser.error = fail
+    parser.allow_abbrev = False  # `--max_step 5` would set max_steps past the owned-flag check (and not be applied)
     namespace, unknown = parser.parse_known_args(["--output_dir", "unused", *hf_args])
     if unknown:
         fail(f"unknown flag {unknown[0]}")

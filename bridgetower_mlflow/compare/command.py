@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 @reports_errors
 def compare_command(**options: Any) -> None:
     """Group train runs into identical configurations and report speedups across accelerators."""
+    from ..text_fields import folder, run_id
     from .flow import CompareOptions, run_compare
 
     outcome = run_compare(CompareOptions(
@@ -55,9 +56,9 @@ def compare_command(**options: Any) -> None:
         baseline=options["baseline"] or None,
         allow_diff=options["allow_diff"],
         reference=options["reference"],
-        output_dir=options["output_dir"] or None,
+        output_dir=folder("output_dir", options["output_dir"]) if options["output_dir"].strip() else None,
         log_to_mlflow=options["log_to_mlflow"],
-        parent_run_id=options["parent_run_id"].strip(),
+        parent_run_id=run_id("parent_run_id", options["parent_run_id"]),
         prices=options["prices"], price_source=options["price_source"],
         gate=options["gate"], write_gate=options["write_gate"], tolerance=options["tolerance"],
         quality_tolerance=options["quality_tolerance"],

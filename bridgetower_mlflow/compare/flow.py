@@ -14,7 +14,8 @@ from ..contract import NOTE_LIMIT, NOTE_TAG, RUN_KIND_COMPARE, RUN_KIND_TAG
 from ..disk_space import writing
 from ..errors import ConfigError
 from ..redact import first_line, redact_text
-from ..tracking.runs import FAILED, FINISHED, create_run, settle_run
+from ..tracking.links import TRAINING_VIEW
+from ..tracking.runs import FAILED, FINISHED, create_run, mark_training_experiment, settle_run
 from . import export, render
 from .comparison import Comparison
 from .eval_series import SeriesSet, fetch_eval_series
@@ -197,6 +198,7 @@ def log_compare_run(client: MlflowClient, options: CompareOptions, scope: Compar
         run_id = create_run(client, scope.experiment_ids[0], name, {RUN_KIND_TAG: RUN_KIND_COMPARE})
     elif not options.parent_run_id:
         tags[RUN_KIND_TAG] = RUN_KIND_COMPARE  # the run `mlflow run -e compare` created
+        mark_training_experiment(client, client.get_run(run_id).info.experiment_id)
     try:
         client.log_batch(run_id, tags=[RunTag(key, value) for key, value in tags.items()])
         with writing("tracking", "the comparison's artifacts", _artifact_folder(client, run_id)):
@@ -222,9 +224,9 @@ def ui_links(client: MlflowClient, scope: CompareScope, run_id: str | None) -> l
     if not str(uri).startswith(("http://", "https://")):
         return []
     base = redact_text(str(uri).rstrip("/"))  # a library caller's client may still hold user:password@
-    links = [f"{base}/#/experiments/{exp_id}/runs?workflowType=machine_learning"
+    links = [f"{base}/#/experiments/{exp_id}/runs?{TRAINING_VIEW}"
              for exp_id in scope.experiment_ids[:5]]
     if run_id:
         experiment_id = client.get_run(run_id).info.experiment_id
-        links.append(f"{base}/#/experiments/{experiment_id}/runs/{run_id}")
+        links.append(f"{base}/#/experiments/{experiment_id}/runs/{run_id}?{TRAINING_VIEW}")
     return links

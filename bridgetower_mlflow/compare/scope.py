@@ -67,9 +67,19 @@ def _experiment_name(client: MlflowClient, exp_id: str) -> str:
         raise ConfigError("experiment_id", exp_id, "allowed: the id of an existing experiment") from None
 
 
+def _parent_experiment(client: MlflowClient, parent_run_id: str) -> str:
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return str(client.get_run(parent_run_id).info.experiment_id)
+    except MlflowException:
+        raise ConfigError("parent_run_id", parent_run_id, "allowed: the id of a run in this tracking store (a "
+                                                          "sweep's parent run)") from None
+
+
 def _default_experiments(client: MlflowClient, parent_run_id: str) -> dict[str, str]:
     if parent_run_id:
-        exp_id = client.get_run(parent_run_id).info.experiment_id
+        exp_id = _parent_experiment(client, parent_run_id)
         return {exp_id: _experiment_name(client, exp_id)}
     env_id = os.environ.get("MLFLOW_EXPERIMENT_ID")
     if env_id:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..cli_support import CONTEXT, bool_option, dual_option, reports_errors
-from ..config import parse_bool
+from ..config import parse_bool, parse_float
 from ..contract import CAPTION_MATCH_METRIC
 from ..errors import PromotionRefused
 
@@ -36,10 +36,10 @@ def summary(decision: Decision, model_name: str, dry_run: bool) -> str:
 @dual_option("alias", default="champion", show_default=True, help="The alias to move (not `latest` or v<digits>).")
 @dual_option("metric", default=CAPTION_MATCH_METRIC, show_default=True,
          help="Compared metric: the version tag of that name, else the source run's metric.")
-@dual_option("mode", default="auto", show_default=True, type=click.Choice(["auto", "max", "min"]),
-         help="max: higher is better; min: lower; auto: min for *loss/*error metrics, else max.")
-@dual_option("min_delta", default=0.0, show_default=True, type=click.FloatRange(min=0),
-         help="The candidate must beat the holder by at least this much (and by more than 0).")
+@dual_option("mode", default="auto", show_default=True,  # checked here: one line naming it, like every field
+             help="max: higher is better; min: lower; auto: min for *loss/*error metrics, else max.")
+@dual_option("min_delta", default="0", show_default=True,
+             help="The candidate must beat the holder by at least this much (and by more than 0).")
 @bool_option("dry_run", "Show the decision; change nothing.")
 @bool_option("fail_if_not_promoted", "Exit 1 when the gate refuses (for CI).")
 @bool_option("allow_different_data", "Compare even when the versions' eval data fingerprints differ.")
@@ -57,7 +57,8 @@ def promote_command(**options: Any) -> None:
     model_name, metric, alias = options["model_name"].strip(), options["metric"].strip(), options["alias"].strip()
     dry_run = parse_bool("dry_run", options["dry_run"])
     fail_if_not_promoted = parse_bool("fail_if_not_promoted", options["fail_if_not_promoted"])
-    gate = Gate(check_alias(alias), metric, resolve_mode(metric, options["mode"]), options["min_delta"],
+    min_delta = parse_float("min_delta", options["min_delta"], 0.0)
+    gate = Gate(check_alias(alias), metric, resolve_mode(metric, options["mode"].strip().lower()), min_delta,
                 parse_bool("allow_different_data", options["allow_different_data"]))
     decision = promote(model_name, options["candidate"], gate, dry_run)
     line = summary(decision, model_name, dry_run)

@@ -14,6 +14,7 @@ from ..launch.signals import stop_signals_raise
 from ..redact import first_line
 from ..tracking.runs import FAILED, FINISHED, KILLED, create_run, settle_run
 from ..tracking.store_init import ready_store
+from ..train_args import check_train_args
 from .backends.local import LocalBackend
 from .child import ChildResult, SweepContext, print_failure, progress_line, start_line
 from .grid import (
@@ -82,6 +83,7 @@ def plan_sweep(options: SweepOptions) -> SweepPlan:
                      parse_int("repeats", options.repeats, 1), parse_strategies(options.distribution_strategy),
                      parse_batches(options.per_device_train_batch_size), parse_devices(options.devices))
     check_cells_can_measure(list(options.passthrough))
+    check_train_args([*options.passthrough, "--experiment-name", options.experiment_name])  # as every cell would
     accel, adapter = options.accel.strip().lower(), get_accelerator(options.accel)
     on_cpu = family(accel) == CPU_FAMILY
     local = str(options.backend).strip().lower() == "local"  # Ray's nodes, not this host, hold the devices

@@ -5,10 +5,12 @@ from __future__ import annotations
 import shlex
 
 LOCAL_UI = "http://127.0.0.1:5000"
+TRAINING_VIEW = "workflowType=machine_learning"  # the UI's Model training view
 
 
 def runs_view_url(experiment_id: str, run_id: str | None = None) -> tuple[str, str | None]:
-    """(url, how to start the UI first or None); the runs table is the 'Model training' view."""
+    """(url, how to start the UI first or None): the run's page or the runs table, both in the 'Model training' view
+    (MLflow 3.17's UI opens a page without workflowType in its GenAI view, whatever the experiment's kind tag)."""
     import mlflow
 
     from ..redact import redact_text
@@ -18,9 +20,8 @@ def runs_view_url(experiment_id: str, run_id: str | None = None) -> tuple[str, s
         base, hint = redact_text(uri.rstrip("/")), None
     else:
         base, hint = LOCAL_UI, ui_command(uri)
-    path = f"/#/experiments/{experiment_id}/runs/{run_id}" if run_id else \
-        f"/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
-    return base + path, hint
+    path = f"/#/experiments/{experiment_id}/runs/{run_id}" if run_id else f"/#/experiments/{experiment_id}/runs"
+    return f"{base}{path}?{TRAINING_VIEW}", hint
 
 
 def ui_command(store_uri: str) -> str:

@@ -7,11 +7,12 @@ run's `error` tag when it did not finish and has none yet.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING
 
-from ..contract import ERROR_TAG, ERROR_TAG_LIMIT
-from ..redact import redact_text
+from ..contract import ERROR_TAG, ERROR_TAG_LIMIT, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND_TRAINING
+from ..redact import first_line, redact_text
 from .failures import tracking_error
 
 if TYPE_CHECKING:
@@ -19,12 +20,24 @@ if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
 FINISHED, FAILED, KILLED, RUNNING = "FINISHED", "FAILED", "KILLED", "RUNNING"
+log = logging.getLogger(__name__)
 
 
 def create_run(client: MlflowClient, experiment_id: str, run_name: str, tags: dict[str, str]) -> str:
-    """A RUNNING run (its id) that another process or a later call settles."""
+    """A RUNNING run (its id) that another process or a later call settles, in an experiment marked for training."""
     run_id: str = client.create_run(str(experiment_id), tags=tags, run_name=run_name).info.run_id
+    mark_training_experiment(client, str(experiment_id))
     return run_id
+
+
+def mark_training_experiment(client: MlflowClient, experiment_id: str) -> None:
+    """The experiment opens in MLflow's UI as model training, not GenAI: its kind tag, where it has none (a kind a
+    user set stays). A warning where the store refuses: the runs matter more than the view."""
+    try:
+        if EXPERIMENT_KIND_TAG not in client.get_experiment(experiment_id).tags:
+            client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND_TRAINING)
+    except Exception as exc:  # noqa: BLE001 - permissions, a server away for a moment
+        log.warning("could not mark experiment %s as model training: %s", experiment_id, first_line(exc))
 
 
 def create_named_run(experiment_name: str, run_name: str, tags: dict[str, str],

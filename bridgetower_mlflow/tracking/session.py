@@ -26,11 +26,17 @@ def spill_dir() -> Path:
     return Path(root) / "spill"
 
 
+# the local end of a run whose status its buffer delivered (or spilled) already: one attempt, a short timeout, and
+# MLflow's run and experiment links not printed again (ending the run on the server printed them)
+LOCAL_END = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5",
+             "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true"}
+
+
 @contextlib.contextmanager
 def no_retries() -> Iterator[None]:
-    """One attempt, a short timeout: for the local end of a run whose server is away (the status is spilled)."""
-    saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
-    os.environ.update(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0", MLFLOW_HTTP_REQUEST_TIMEOUT="5")
+    """LOCAL_END's settings for the duration: for the local end of a run whose status the buffer sent."""
+    saved = {k: os.environ.get(k) for k in LOCAL_END}
+    os.environ.update(LOCAL_END)
     try:
         yield
     finally:
@@ -64,7 +70,7 @@ class RunSession:
         MLFLOW_RUN_ID), else start a new run."""
         import mlflow
 
-        from .runs import default_experiment_id
+        from .runs import default_experiment_id, mark_training_experiment
         from .store_init import ready_store
 
         _probe_server(mlflow.get_tracking_uri())
@@ -82,7 +88,9 @@ class RunSession:
             raise tracking_error("start the run", exc) from None
         if run_id and run_name:
             mlflow.set_tag(RUN_NAME_TAG, run_name)
-        return cls(active.info.run_id, mlflow.tracking.MlflowClient(), previous)
+        client = mlflow.tracking.MlflowClient()
+        mark_training_experiment(client, active.info.experiment_id)
+        return cls(active.info.run_id, client, previous)
 
     def log_params(self, params: dict[str, Any]) -> int:
         """Log every param (flattened, redacted, fitted to limits) plus params_full.json."""
@@ -134,7 +142,7 @@ class RunSession:
 
         self.buffer.log_status(status)
         left = self.buffer.close(flush_timeout)
-        with no_retries():  # the status is delivered or spilled already: never minutes of retries here
+        with no_retries():  # the status is delivered or spilled already: no minutes of retries, no second links
             try:
                 mlflow.end_run(status)
             except Exception:  # noqa: BLE001 - the server is away; the spill file holds the status

@@ -18,14 +18,16 @@ from ..cli_support import CONTEXT, dual_option, reports_errors, setup_logging
 from ..config import SCHEMA, build_train_config
 from ..contract import ERROR_TAG_LIMIT
 from ..errors import ResumeRefused, TrackingError
+from ..flag_owners import CARRIER, owned_flags_help
 from ..redact import first_line
 
 
 def train_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """`--a-b` and `--a_b` for every field (mlflow run appends undeclared -P values as `--a_b`)."""
     for spec in reversed(SCHEMA):
+        owned = f". {owned_flags_help(SCHEMA)}" if spec.name == CARRIER else ""
         command = dual_option(spec.name, default=None,
-                              help=f"{spec.metadata['help']} (default: {spec.default!r})")(command)
+                              help=f"{spec.metadata['help']} (default: {spec.default!r}){owned}")(command)
     return dual_option("mediapipe_dataloader", default=None, help="alias of --device-decode (optimum-habana's name)")(
         command)
 
