@@ -1,13 +1,14 @@
 """time_to_quality.png: the race in one picture. Per section and target, the target's metric at each evaluation
-against wall time (MLPerf's clock) and against training samples; one line per cell (the median over its repeats at
-each evaluation, each repeat faint behind it), the target as a dashed line."""
+against wall time (MLPerf's clock) and against training samples; one line per cell (its median repeat by time to
+the target, drawn as it ran; each repeat faint behind it), the target as a dashed line."""
 
 from __future__ import annotations
 
-import statistics
+import math
 from pathlib import Path
 
-from .eval_series import SERIES_RUNS, SERIES_RUNS_PER_CELL, EvalSeries, Point, SeriesSet, chart_groups
+from ..target import Target
+from .eval_series import SERIES_RUNS, SERIES_RUNS_PER_CELL, EvalSeries, SeriesSet, chart_groups
 from .plotting import Axis, Pyplot, save, section_title, wrapped
 from .quality import QualityStats
 from .speedups import ConfigSection
@@ -18,17 +19,15 @@ Line = tuple[str, list[EvalSeries]]  # (label, the repeats' series)
 Panel = tuple[ConfigSection, QualityStats, list[Line]]  # one row of the chart: a section and one of its targets
 
 
-def median_points(series: list[EvalSeries]) -> list[Point]:
-    """The median repeat: at each evaluation, the median of each coordinate over the repeats; it ends where fewer
-    than half the repeats went on (runs that stop at the target end at different evaluations)."""
-    found = []
-    for index in range(max((len(s.points) for s in series), default=0)):
-        at = [s.points[index] for s in series if len(s.points) > index]
-        if 2 * len(at) < len(series):
-            break
-        found.append((statistics.median(p[0] for p in at), statistics.median(p[1] for p in at),
-                      statistics.median(p[2] for p in at)))
-    return found
+def median_repeat(series: list[EvalSeries], target: Target | None) -> EvalSeries:
+    """The repeat whose time to the target is the median (the lower one of an even count; a repeat that never
+    reached it counts as the slowest): a path one run really took, never a mix of coordinates of several."""
+    def to_target(repeat: EvalSeries) -> float:
+        reached = (p[0] for p in repeat.points if target is not None and target.reached(p[2]))
+        return next(reached, math.inf)
+
+    ranked = sorted(series, key=to_target)
+    return ranked[(len(ranked) - 1) // 2]
 
 
 def _panels(sections: list[ConfigSection], read: SeriesSet) -> list[Panel]:
@@ -47,9 +46,9 @@ def _panels(sections: list[ConfigSection], read: SeriesSet) -> list[Panel]:
 def _draw(axis: Axis, panel: Panel, x: int, x_label: str) -> None:
     section, stats, lines = panel
     for label, series in lines:
-        middle = median_points(series)
+        middle = median_repeat(series, stats.target).points
         drawn = axis.plot([p[x] for p in middle], [p[2] for p in middle], marker="o", linewidth=2,
-                          label=f"{label} (median of {len(series)})")
+                          label=f"{label} (median repeat of {len(series)})")
         for repeat in series if len(series) > 1 else []:
             axis.plot([p[x] for p in repeat.points], [p[2] for p in repeat.points], linewidth=0.8, alpha=0.3,
                       color=drawn[0].get_color())
