@@ -36,7 +36,7 @@ def test_every_module_imports_in_a_fresh_interpreter():
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_module_is_small_and_its_functions_narrow(path):
     lines = path.read_text(encoding="utf-8").splitlines()
-    assert len(lines) <= 250, f"{len(lines)} lines"
+    assert len(lines) <= 400, f"{len(lines)} lines"  # a module holds one job: its size follows the job
     for node in ast.walk(ast.parse("\n".join(lines))):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             names = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
