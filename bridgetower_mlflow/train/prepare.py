@@ -58,11 +58,11 @@ def prepare(config: TrainConfig, adapter: Accelerator, device: DeviceInfo, ranks
     from ..data.loading import prepare_data
     from ..model.load import load_model
 
+    recipe = adapter.recipe(device, recipe_settings(config, ranks.job_size(config.devices)))
+    args = recipe.build_arguments()  # first: a flag hf_args names that the class lacks is refused before any work
     loaded = load_model(config.model, config.max_seq_length, config.seed)
     data = prepare_data(config, loaded.tokenizer, loaded.image)
-    recipe = adapter.recipe(device, recipe_settings(config, ranks.job_size(config.devices)))
-    prepared = Prepared(adapter, device, loaded, data, recipe, recipe.build_arguments(),
-                        data_loader=cpu_loader_name(config.image_backend))
+    prepared = Prepared(adapter, device, loaded, data, recipe, args, data_loader=cpu_loader_name(config.image_backend))
     prepared = dataclasses.replace(prepared, total_steps=total_steps(config, prepared.args, len(data.train),
                                                                      ranks.world_size))
     if config.device_decode:
