@@ -21,6 +21,12 @@ ALLOWED = {
     "tracking/credentials.py: move_uri_credentials calls environ.update",
     # the one place train exports what the libraries it loads read from the environment, before they load
     "train/environment.py: export_for_libraries writes environ[...]",
+    # transformers' callbacks steer the Trainer through the TrainerControl and TrainerState it hands them: the
+    # quality callback asks for the final evaluation, stops at the target and names the best checkpoint the
+    # Trainer's rotation must keep (register_checkpoint=best)
+    "train/quality.py: on_step_end writes control.should_evaluate",
+    "train/quality.py: on_evaluate writes control.should_training_stop",
+    "train/quality.py: on_evaluate writes state.best_model_checkpoint",
     # the sweep's scheduling loop: its queue and in-flight map belong to the loop that passes them
     "sweep/backends/ray.py: _start_cells writes pending[...]",
     "sweep/backends/ray.py: _start_cells calls waiting.popleft",
