@@ -15,7 +15,7 @@ ALLOWED = {
     "train/loaders.py: _time_host_side writes loader.base_dataloader",
     "train/loaders.py: _time_host_side writes loader.host_loader",
     # MLflow's GPUMonitor picks its GPUs in its own constructor; the job's GPUs replace them
-    "telemetry/samplers/mlflow_collectors.py: __init__ writes monitor.gpu_handles",
+    "samplers/mlflow_collectors.py: __init__ writes monitor.gpu_handles",
     # the CLI's entry moves URI credentials out of the process environment before anything reads it, on purpose
     "tracking/credentials.py: move_uri_credentials writes environ[...]",
     "tracking/credentials.py: move_uri_credentials calls environ.update",

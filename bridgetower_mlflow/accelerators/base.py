@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DeviceDecodeUnavailable
 
 if TYPE_CHECKING:
-    from ..telemetry.samplers.protocol import Sampler
+    from ..samplers.protocol import Sampler
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ class Accelerator(ABC):
         )
 
     def device_samplers(self, device: DeviceInfo) -> list[Sampler]:
-        """This device's samplers (telemetry/samplers/), started by the system monitor."""
+        """This device's samplers (samplers/), started by the system monitor."""
         return []
 
     def mlflow_gpu_count(self, device: DeviceInfo) -> int:

@@ -12,7 +12,7 @@ from .base import Accelerator, DeviceInfo, PhaseTiming, RecipeSettings, Training
 from .hf_args import merged_kwargs
 
 if TYPE_CHECKING:
-    from ..telemetry.samplers.protocol import Sampler
+    from ..samplers.protocol import Sampler
 
 THREADS_ENV = "OMP_NUM_THREADS"
 
@@ -77,7 +77,7 @@ class CpuAccelerator(Accelerator):
 
     def device_samplers(self, device: DeviceInfo) -> list[Sampler]:
         """The CPU packages' power and energy (RAPL), where the host exposes powercap zones."""
-        from ..telemetry.samplers.rapl import RaplSampler
+        from ..samplers.rapl import RaplSampler
 
         try:
             return [RaplSampler()]

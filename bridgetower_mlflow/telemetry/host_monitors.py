@@ -10,13 +10,13 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from .samplers.protocol import EnergyCounter
+from ..samplers.protocol import EnergyCounter
 
 if TYPE_CHECKING:
     from ..accelerators.base import Accelerator, DeviceInfo
+    from ..samplers.protocol import Sampler
     from .energy import EnergyWindow
     from .monitor import SeriesNames, SystemMonitor
-    from .samplers.protocol import Sampler
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +25,8 @@ def start_device_monitor(sink, adapter: Accelerator, here: DeviceInfo, pids: Seq
                          first_step: int) -> SystemMonitor | None:
     """Rank 0's monitor of its host's share of the job (`here`: the job's devices on this host, not every device
     the host has), or None where system metrics are off or cannot start."""
-    from .samplers.host_cpu import HostCpuSampler
-    from .samplers.mlflow_collectors import mlflow_collectors
+    from ..samplers.host_cpu import HostCpuSampler
+    from ..samplers.mlflow_collectors import mlflow_collectors
 
     def samplers() -> list[Sampler]:
         return [HostCpuSampler(*pids), *mlflow_collectors(adapter.mlflow_gpu_count(here)),
@@ -37,9 +37,9 @@ def start_device_monitor(sink, adapter: Accelerator, here: DeviceInfo, pids: Seq
 
 def start_node_monitor(sink, node: int, pids: Sequence[int], first_step: int) -> SystemMonitor | None:
     """Another node's monitor: its host's CPU and memory and its ranks' workers, as system/node_<n>/..."""
+    from ..samplers.host_cpu import HostCpuSampler
+    from ..samplers.mlflow_collectors import host_collectors
     from .monitor import SeriesNames
-    from .samplers.host_cpu import HostCpuSampler
-    from .samplers.mlflow_collectors import host_collectors
 
     def samplers() -> list[Sampler]:
         return [HostCpuSampler(*pids), *host_collectors()]

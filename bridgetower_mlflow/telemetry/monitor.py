@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..contract import MONITOR_LATE_SAMPLES, MONITOR_MAX_GAP, SYSTEM_PREFIX
-from .samplers.protocol import Sampler
+from ..samplers.protocol import Sampler
 from .thread_names import name_this_thread
 
 log = logging.getLogger(__name__)

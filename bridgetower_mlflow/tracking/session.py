@@ -80,7 +80,7 @@ class RunSession:
             experiment_id = default_experiment_id(experiment_name) if not run_id and experiment_name else None
             previous = mlflow.tracking.MlflowClient().get_run(resume_run_id).info.status if resume_run_id else None
             # MLflow's own monitor thread stops for good at its first failed get_run: the project's
-            # monitor drives MLflow's collectors instead (telemetry.samplers.mlflow_collectors)
+            # monitor drives MLflow's collectors instead (samplers.mlflow_collectors)
             active = mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name or None, tags=tags,
                                       experiment_id=experiment_id,
                                       log_system_metrics=False)

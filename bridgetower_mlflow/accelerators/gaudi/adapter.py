@@ -163,8 +163,8 @@ class GaudiAccelerator(Accelerator):
         return build_media_pipe_loader(request)
 
     def device_samplers(self, device: DeviceInfo) -> list:
-        from ...telemetry.samplers.hl_smi import HlSmiSampler
-        from ...telemetry.samplers.hlml import HlmlSampler
+        from ...samplers.hl_smi import HlSmiSampler
+        from ...samplers.hlml import HlmlSampler
 
         reasons = []
         for sampler_class in (HlmlSampler, HlSmiSampler):

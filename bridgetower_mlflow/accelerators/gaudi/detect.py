@@ -106,7 +106,7 @@ def _probe_hlml() -> GaudiProbe | None:
         return None
     import pyhlml
 
-    from ..job_devices import job_hlml_handles
+    from ...samplers.job_devices import job_hlml_handles
 
     pyhlml.hlmlInit()
     try:
@@ -125,7 +125,7 @@ def _probe_hlml() -> GaudiProbe | None:
 def _probe_hl_smi() -> GaudiProbe | None:
     if shutil.which("hl-smi") is None:
         return None
-    from ...telemetry.samplers.hl_smi import run_hl_smi
+    from ...samplers.hl_smi import run_hl_smi
 
     rows = [[p.strip() for p in line.split(",")] for line in run_hl_smi("name,memory.total,driver_version").splitlines()
             if line.strip()]
