@@ -74,7 +74,7 @@ def child(variant: str, seconds: float, interval: float) -> dict:
 
     from bridgetower_mlflow.samplers.host_cpu import HostCpuSampler
     from bridgetower_mlflow.samplers.mlflow_collectors import mlflow_collectors
-    from bridgetower_mlflow.telemetry.monitor import SystemMonitor
+    from bridgetower_mlflow.telemetry.system.monitor import SystemMonitor
 
     torch.set_num_threads(1)
     durations: list[float] = []

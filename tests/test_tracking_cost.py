@@ -13,7 +13,7 @@ from mlflow import MlflowClient
 
 from bridgetower_mlflow.samplers.host_cpu import HostCpuSampler
 from bridgetower_mlflow.samplers.mlflow_collectors import mlflow_collectors
-from bridgetower_mlflow.telemetry.monitor import SystemMonitor
+from bridgetower_mlflow.telemetry.system.monitor import SystemMonitor
 from bridgetower_mlflow.tracking.metric_buffer import MetricBuffer
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"),
@@ -84,7 +84,7 @@ def test_the_sender_thread_keeps_trainings_priority_and_says_its_name(run_buffer
 
 
 def test_a_thread_names_itself_for_the_kernel_and_nothing_else_moves():
-    from bridgetower_mlflow.telemetry.thread_names import name_this_thread
+    from bridgetower_mlflow.telemetry.system.thread_names import name_this_thread
 
     seen = {}
 

@@ -17,8 +17,8 @@ from .trainer import build_trainer
 if TYPE_CHECKING:
     from ..config import TrainConfig
     from ..launch.ranks import RankInfo
-    from ..telemetry.energy import EnergyWindow
-    from ..telemetry.step_timing import StepTimingCallback
+    from ..telemetry.steps.step_timing import StepTimingCallback
+    from ..telemetry.system.energy import EnergyWindow
     from ..tracking.session import RunSession
     from .prepare import Prepared
     from .run import NullRun, TrackedRun

@@ -28,7 +28,7 @@ from ..contract import (
     TRAIN_LOSS_METRIC,
 )
 from ..launch.collectives import all_gather_objects
-from ..telemetry.phase_window import RankPhases, leave_out, slowest, window_figures
+from ..telemetry.steps.phase_window import RankPhases, leave_out, slowest, window_figures
 from .evaluate import evaluate
 from .findings import findings
 from .observe import gather_nodes
@@ -64,7 +64,7 @@ def measure(config: TrainConfig, prepared: Prepared, fitted: Fitted, observed: O
 
 
 def _figures(config: TrainConfig, prepared: Prepared, fitted: Fitted, ranks: RankInfo) -> dict[str, Any]:
-    from ..telemetry.throughput import combine_ranks
+    from ..telemetry.steps.throughput import combine_ranks
 
     args = prepared.args
     per_rank = all_gather_objects(fitted.throughput.result(args.per_device_train_batch_size

@@ -1,5 +1,5 @@
 """The observation of a run on every rank: the system monitors and the energy window while it trains
-(telemetry/host_monitors.py builds them), read once into Observed when it ends. What the observation adds at the
+(telemetry/system/host_monitors.py builds them), read once into Observed when it ends. What the observation adds at the
 end (FLOPs, TFLOP/s, MFU, energy, the advice line) is train/findings.py's, a pure function of Observed.
 
 Rank 0 monitors its node; where the job spans several nodes, each other node's first rank monitors its own
@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..contract import SYSTEM_PREFIX
 from ..launch.collectives import all_gather_objects
-from ..telemetry.host_monitors import energy_window, start_device_monitor, start_node_monitor
-from ..telemetry.monitor import SeriesNames, resume_step, sum_by_step
+from ..telemetry.system.host_monitors import energy_window, start_device_monitor, start_node_monitor
+from ..telemetry.system.monitor import SeriesNames, resume_step, sum_by_step
 
 if TYPE_CHECKING:
     from ..launch.ranks import RankInfo
-    from ..telemetry.energy import EnergyWindow
-    from ..telemetry.monitor import SystemMonitor
-    from ..telemetry.step_timing import PhaseReport
+    from ..telemetry.steps.step_timing import PhaseReport
+    from ..telemetry.system.energy import EnergyWindow
+    from ..telemetry.system.monitor import SystemMonitor
     from ..tracking.metric_buffer import MetricBuffer
     from ..tracking.session import RunSession
     from .prepare import Prepared

@@ -28,7 +28,7 @@ from ..errors import ConfigError, DiskFull
 from ..launch.collectives import barrier, broadcast_from_main
 from ..launch.signals import Stopped
 from ..redact import first_line
-from ..tracking.null_sink import NullSink
+from ..telemetry.sinks import NullSink
 from .checkpoint_upload import settle_uploads
 from .environment import DEFAULT_FLUSH_TIMEOUT_S, RunEnvironment
 from .observe import system_series

@@ -10,23 +10,24 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from ..samplers.protocol import EnergyCounter
+from ...samplers.protocol import EnergyCounter
 
 if TYPE_CHECKING:
-    from ..accelerators.base import Accelerator, DeviceInfo
-    from ..samplers.protocol import Sampler
+    from ...accelerators.base import Accelerator, DeviceInfo
+    from ...samplers.protocol import Sampler
+    from ..sinks import MetricSink
     from .energy import EnergyWindow
     from .monitor import SeriesNames, SystemMonitor
 
 log = logging.getLogger(__name__)
 
 
-def start_device_monitor(sink, adapter: Accelerator, here: DeviceInfo, pids: Sequence[int], names: SeriesNames,
-                         first_step: int) -> SystemMonitor | None:
+def start_device_monitor(sink: MetricSink, adapter: Accelerator, here: DeviceInfo, pids: Sequence[int],
+                         names: SeriesNames, first_step: int) -> SystemMonitor | None:
     """Rank 0's monitor of its host's share of the job (`here`: the job's devices on this host, not every device
     the host has), or None where system metrics are off or cannot start."""
-    from ..samplers.host_cpu import HostCpuSampler
-    from ..samplers.mlflow_collectors import mlflow_collectors
+    from ...samplers.host_cpu import HostCpuSampler
+    from ...samplers.mlflow_collectors import mlflow_collectors
 
     def samplers() -> list[Sampler]:
         return [HostCpuSampler(*pids), *mlflow_collectors(adapter.mlflow_gpu_count(here)),
@@ -35,10 +36,10 @@ def start_device_monitor(sink, adapter: Accelerator, here: DeviceInfo, pids: Seq
     return _start(sink, samplers, names, first_step, "system metrics disabled: %s")
 
 
-def start_node_monitor(sink, node: int, pids: Sequence[int], first_step: int) -> SystemMonitor | None:
+def start_node_monitor(sink: MetricSink, node: int, pids: Sequence[int], first_step: int) -> SystemMonitor | None:
     """Another node's monitor: its host's CPU and memory and its ranks' workers, as system/node_<n>/..."""
-    from ..samplers.host_cpu import HostCpuSampler
-    from ..samplers.mlflow_collectors import host_collectors
+    from ...samplers.host_cpu import HostCpuSampler
+    from ...samplers.mlflow_collectors import host_collectors
     from .monitor import SeriesNames
 
     def samplers() -> list[Sampler]:
@@ -48,10 +49,10 @@ def start_node_monitor(sink, node: int, pids: Sequence[int], first_step: int) ->
                   f"system metrics of node {node} disabled: %s")
 
 
-def _start(sink, samplers: Callable[[], list[Sampler]], names: SeriesNames, first_step: int,
+def _start(sink: MetricSink, samplers: Callable[[], list[Sampler]], names: SeriesNames, first_step: int,
            failed: str) -> SystemMonitor | None:
+    from ..system_metrics_settings import system_metrics_settings
     from .monitor import SystemMonitor
-    from .system_metrics_settings import system_metrics_settings
 
     settings = system_metrics_settings()  # train's entry checked it: a bad value never reaches a run
     if not settings.enabled:
