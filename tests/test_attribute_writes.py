@@ -16,11 +16,12 @@ ALLOWED = {
     "train/loaders.py: _time_host_side writes loader.host_loader",
     # MLflow's GPUMonitor picks its GPUs in its own constructor; the job's GPUs replace them
     "samplers/mlflow_collectors.py: __init__ writes monitor.gpu_handles",
-    # the CLI's entry moves URI credentials out of the process environment before anything reads it, on purpose
-    "tracking/credentials.py: move_uri_credentials writes environ[...]",
-    "tracking/credentials.py: move_uri_credentials calls environ.update",
+    # the CLI's entry moves URI credentials out of the tracking variables it is handed (the process's, exported
+    # back) before anything reads them, on purpose
+    "tracking/credentials.py: move_uri_credentials writes variables[...]",
+    "tracking/credentials.py: move_uri_credentials calls variables.update",
     # the one place train exports what the libraries it loads read from the environment, before they load
-    "train/environment.py: export_for_libraries writes environ[...]",
+    "environment.py: export_for_libraries writes environ[...]",
     # transformers' callbacks steer the Trainer through the TrainerControl and TrainerState it hands them: the
     # quality callback asks for the final evaluation, stops at the target and names the best checkpoint the
     # Trainer's rotation must keep (register_checkpoint=best)

@@ -49,14 +49,14 @@ def test_the_line_says_step_rate_wait_and_eta():
 
 @pytest.mark.parametrize("value, seconds", [(None, 10.0), ("", 10.0), ("0", 0.0), ("2.5", 2.5)])
 def test_the_interval_comes_from_the_environment(value, seconds):
-    from bridgetower_mlflow.telemetry.steps.progress import progress_seconds
+    from bridgetower_mlflow.environment import progress_seconds
 
     assert progress_seconds({} if value is None else {"BRIDGETOWER_PROGRESS_SECONDS": value}) == seconds
 
 
 @pytest.mark.parametrize("value", ["soon", "-1", "nan", "inf"])
 def test_a_bad_interval_is_one_line_naming_the_variable(value):
-    from bridgetower_mlflow.telemetry.steps.progress import progress_seconds
+    from bridgetower_mlflow.environment import progress_seconds
 
     expected = r"^BRIDGETOWER_PROGRESS_SECONDS: invalid value .*; allowed: seconds, a number >= 0$"
     with pytest.raises(ConfigError, match=expected):

@@ -6,9 +6,9 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..environment import DEFAULT_PROGRESS_SECONDS
 from ..errors import NothingTrained
 from ..launch.signals import Stopped
-from ..telemetry.progress_settings import DEFAULT_PROGRESS_SECONDS
 from .output_folder import writes_into
 from .result import Fitted
 from .resume import checkpoint_to_resume

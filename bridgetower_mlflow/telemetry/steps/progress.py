@@ -12,8 +12,6 @@ import time
 
 from transformers import TrainerCallback
 
-from ..progress_settings import DEFAULT_PROGRESS_SECONDS, PROGRESS_SECONDS_ENV, progress_seconds  # noqa: F401
-
 # what transformers' speed_metrics adds (train_/eval_ + these): the Trainer's rates, not the project's
 SPEED_SUFFIXES = ("_samples_per_second", "_steps_per_second", "_tokens_per_second")
 
