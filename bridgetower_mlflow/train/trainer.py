@@ -9,7 +9,6 @@ from ..data.cpu_images import normalize_batch
 from ..telemetry.steps.loader_wait import TimedLoader
 from ..telemetry.steps.trainer_meter import TrainerMeter
 from .loaders import ResumingLoader
-from .quality import QualityCallback
 from .step_marks import with_step_marks, with_timed_pauses
 
 if TYPE_CHECKING:
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     from ..telemetry.steps.throughput import ThroughputCallback
     from ..telemetry.system.energy import EnergyWindow
     from .prepare import Prepared
+    from .quality import QualityCallback
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,7 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricSink,
     from ..telemetry.steps.throughput import ThroughputCallback
     from .checkpoint_callbacks import checkpoint_callbacks
     from .evaluate import keep_embeddings, retrieval_metrics_fn
+    from .quality import QualityCallback  # imports transformers: not before train exports the stack's mode
 
     cls = build_trainer_class(prepared.recipe.trainer_class)
     args = prepared.args
