@@ -52,8 +52,8 @@ def in_memory(dataset):
 
 
 def measure(config, adapter, prepared, dataset) -> dict:
-    from bridgetower_mlflow.telemetry.throughput import combine_ranks
-    from bridgetower_mlflow.tracking.null_sink import NullSink
+    from bridgetower_mlflow.telemetry.sinks import NullSink
+    from bridgetower_mlflow.telemetry.steps.throughput import combine_ranks
     from bridgetower_mlflow.train.trainer import build_trainer
 
     original, prepared.data.train = prepared.data.train, dataset

@@ -72,9 +72,9 @@ class RecordingSink:
 def child(variant: str, seconds: float, interval: float) -> dict:
     import torch
 
-    from bridgetower_mlflow.telemetry.monitor import SystemMonitor
-    from bridgetower_mlflow.telemetry.samplers.host_cpu import HostCpuSampler
-    from bridgetower_mlflow.telemetry.samplers.mlflow_collectors import mlflow_collectors
+    from bridgetower_mlflow.samplers.host_cpu import HostCpuSampler
+    from bridgetower_mlflow.samplers.mlflow_collectors import mlflow_collectors
+    from bridgetower_mlflow.telemetry.system.monitor import SystemMonitor
 
     torch.set_num_threads(1)
     durations: list[float] = []

@@ -68,7 +68,7 @@ def _probe_breakdown(probe: list) -> None:
     """Count, on the calling thread's CPU clock, what the step-timing callback's step end and marks spend."""
     import time
 
-    from bridgetower_mlflow.telemetry.step_timing import StepTimingCallback
+    from bridgetower_mlflow.telemetry.steps.step_timing import StepTimingCallback
 
     for name in ("on_step_end", "mark", "add_samples"):
         method = getattr(StepTimingCallback, name)
@@ -92,8 +92,8 @@ def per_step_cost(steps: int = 2000) -> float:
     import time
 
     from bridgetower_mlflow.accelerators.base import BACKWARD_END, FORWARD_END, INPUT_END, INPUT_START, PhaseTiming
-    from bridgetower_mlflow.telemetry.step_timing import StepTimingCallback
-    from bridgetower_mlflow.tracking.null_sink import NullSink
+    from bridgetower_mlflow.telemetry.sinks import NullSink
+    from bridgetower_mlflow.telemetry.steps.step_timing import StepTimingCallback
 
     timing = StepTimingCallback(NullSink(), PhaseTiming(), lambda: 0.0, 3, 1)
     state = argparse.Namespace(global_step=0, max_steps=steps)

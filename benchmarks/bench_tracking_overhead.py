@@ -78,7 +78,8 @@ class Probes:
 def install_probes(probes: Probes, lower_sender: bool) -> None:
     """Hooks: the window's two instants, every sampler's sample(), the sender's sends and JSON lines;
     with `lower_sender`, the sender thread first raises its own nice value by 10 (as it once did)."""
-    from bridgetower_mlflow.telemetry import monitor, throughput
+    from bridgetower_mlflow.telemetry.steps import throughput
+    from bridgetower_mlflow.telemetry.system import monitor
     from bridgetower_mlflow.tracking import metric_buffer
 
     if lower_sender:

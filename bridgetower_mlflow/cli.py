@@ -11,7 +11,7 @@ import importlib
 import click
 
 from .cli_support import CONTEXT, one_line_usage_errors, reports_errors
-from .tracking.credentials import move_uri_credentials
+from .tracking.credentials import move_process_credentials
 
 COMMANDS = {
     "train": "bridgetower_mlflow.train.command:train_command",
@@ -32,7 +32,7 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx):
         # before resolving the subcommand (its import may load mlflow) and before any run starts
-        reports_errors(move_uri_credentials)()
+        reports_errors(move_process_credentials)()
         with one_line_usage_errors():  # the subcommand's own arguments are parsed in here
             return super().invoke(ctx)
 

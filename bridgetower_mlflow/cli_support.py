@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
 import click
 
+from .environment import project_run_id
 from .errors import BridgeTowerMlflowError
 
 P = ParamSpec("P")
@@ -25,7 +25,7 @@ def mark_project_run_failed(message: str) -> None:
     """A run `mlflow run` created must not stay RUNNING when a command fails before its own session."""
     from .launch.ranks import RankInfo  # the one reader of launcher variables (RANK, OMPI_*, PMI_*)
 
-    run_id = os.environ.get("MLFLOW_RUN_ID")
+    run_id = project_run_id()
     if not run_id or not RankInfo.from_env().is_main:
         return
     try:

@@ -24,7 +24,6 @@ def accelerator_family(name: str) -> str | None:
 RUN_KIND_TAG = "bridgetower.run_kind"
 RUN_KIND_TRAIN, RUN_KIND_SWEEP, RUN_KIND_COMPARE = "train", "sweep", "compare"
 RUN_KIND_RESUME = "project_resume"  # mlflow run's own run of a resume: its steps are in RESUMED_RUN_TAG's run
-SWEEP_CELL_ENV = "BRIDGETOWER_SWEEP_CELL"  # "1" in a sweep's train processes: the sweep owns their output folder
 
 # --- MLflow's own tags ---------------------------------------------------------------------------
 PARENT_RUN_TAG = "mlflow.parentRunId"

@@ -1,13 +1,15 @@
-"""The one secret vocabulary (names, values, environment) and the one way to show an error. Stdlib only.
+"""The one secret vocabulary (names, values) and the one way to show an error. Stdlib only.
 
-Params, tags, descriptions, error messages and hf_args flags are all judged by the same words.
+Params, tags, descriptions, error messages and hf_args flags are all judged by the same words; the values of the
+environment's secret variables (environment.SECRET_VARIABLES) are redacted wherever they appear.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
+
+from .environment import secret_values
 
 REDACTED = "***"
 # a name that says it holds a secret: `hub_token`, `api-key`, `db_password`, `client_secret`, `Authorization`
@@ -25,19 +27,12 @@ SECRET_VALUE = re.compile(
 # requests up to the last @ before the host's /
 URL_USERINFO = re.compile(r"(?<=://)(?P<user>[^:/\s@]*):(?:[^\s/?#]*@|[^\s@]*@)")
 URL_QUERY_VALUE = re.compile(r"(?<=[?&])(?P<name>[^=&\s#]+)=(?P<value>[^&\s#]+)")  # ?password=... judged by name
-SECRET_ENV = ("MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
-              "MLFLOW_TRACKING_CLIENT_CERT_PATH", "AWS_SECRET_ACCESS_KEY", "DATABRICKS_TOKEN")
 EMPTY_VALUES = ("", "None", "null", "[]", "{}")
 
 
 def secret_name(name: str) -> bool:
     """True for a key or flag name that says it holds a secret (`--hub_token` -> hub_token)."""
     return bool(SECRET_NAME.search(name.lstrip("-").split("=", 1)[0]))
-
-
-def secret_values() -> list[str]:
-    """Secrets present in this process's environment: any text holding one is redacted."""
-    return [os.environ[name] for name in SECRET_ENV if len(os.environ.get(name, "")) >= 4]
 
 
 def is_secret(key: str, text: str, known: list[str]) -> bool:

@@ -85,9 +85,9 @@ def build(observer: Observer, output_dir: str, forward_extra_ms: float, world: i
         return {"x": torch.ones(len(rows), 4)}
 
     from bridgetower_mlflow.accelerators.cpu import CpuAccelerator
-    from bridgetower_mlflow.telemetry.step_timing import StepTimingCallback
-    from bridgetower_mlflow.telemetry.trainer_meter import TrainerMeter
-    from bridgetower_mlflow.tracking.null_sink import NullSink
+    from bridgetower_mlflow.telemetry.sinks import NullSink
+    from bridgetower_mlflow.telemetry.steps.step_timing import StepTimingCallback
+    from bridgetower_mlflow.telemetry.steps.trainer_meter import TrainerMeter
     from bridgetower_mlflow.train.trainer import build_trainer_class
 
     args = TrainingArguments(output_dir=output_dir, max_steps=STEPS, per_device_train_batch_size=BATCH,
@@ -118,7 +118,7 @@ def main() -> None:
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     import tempfile
 
-    from bridgetower_mlflow.telemetry.phase_window import window_figures
+    from bridgetower_mlflow.telemetry.steps.phase_window import window_figures
 
     observer = Observer()
     extra = options.delay_ms if rank == options.delay_rank else 0.0

@@ -25,7 +25,7 @@ from bridgetower_mlflow.data.device_decode.image_ops import DeviceImageOps
 from bridgetower_mlflow.data.device_decode.sources import JpegBytesCollate
 from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError, DeviceDecodeUnavailable
 from bridgetower_mlflow.launch.ranks import RankInfo
-from bridgetower_mlflow.telemetry.samplers.mlflow_collectors import mlflow_collectors
+from bridgetower_mlflow.samplers.mlflow_collectors import mlflow_collectors
 
 from fakes import fake_cuda
 from fakes.data import make_jpeg_dataset, pil_reference

@@ -59,7 +59,7 @@ def test_absent_habana_is_one_clear_line():
 def test_detect_through_hl_smi_then_torch(monkeypatch):
     install_habana(monkeypatch, name="GAUDI3", count=4)
     monkeypatch.setattr(gaudi_detect.shutil, "which", lambda name: "/usr/bin/hl-smi")
-    from bridgetower_mlflow.telemetry.samplers import hl_smi
+    from bridgetower_mlflow.samplers import hl_smi
 
     monkeypatch.setattr(hl_smi, "run_hl_smi", lambda fields: "HL-325L, 131072, 1.24.0-abc\n" * 8)
     info = GaudiAccelerator("gaudi3").detect(8, 8)

@@ -15,12 +15,19 @@ ALLOWED = {
     "train/loaders.py: _time_host_side writes loader.base_dataloader",
     "train/loaders.py: _time_host_side writes loader.host_loader",
     # MLflow's GPUMonitor picks its GPUs in its own constructor; the job's GPUs replace them
-    "telemetry/samplers/mlflow_collectors.py: __init__ writes monitor.gpu_handles",
-    # the CLI's entry moves URI credentials out of the process environment before anything reads it, on purpose
-    "tracking/credentials.py: move_uri_credentials writes environ[...]",
-    "tracking/credentials.py: move_uri_credentials calls environ.update",
+    "samplers/mlflow_collectors.py: __init__ writes monitor.gpu_handles",
+    # the CLI's entry moves URI credentials out of the tracking variables it is handed (the process's, exported
+    # back) before anything reads them, on purpose
+    "tracking/credentials.py: move_uri_credentials writes variables[...]",
+    "tracking/credentials.py: move_uri_credentials calls variables.update",
     # the one place train exports what the libraries it loads read from the environment, before they load
-    "train/environment.py: export_for_libraries writes environ[...]",
+    "environment.py: export_for_libraries writes environ[...]",
+    # transformers' callbacks steer the Trainer through the TrainerControl and TrainerState it hands them: the
+    # quality callback asks for the final evaluation, stops at the target and names the best checkpoint the
+    # Trainer's rotation must keep (register_checkpoint=best)
+    "train/quality.py: on_step_end writes control.should_evaluate",
+    "train/quality.py: on_evaluate writes control.should_training_stop",
+    "train/quality.py: on_evaluate writes state.best_model_checkpoint",
     # the sweep's scheduling loop: its queue and in-flight map belong to the loop that passes them
     "sweep/backends/ray.py: _start_cells writes pending[...]",
     "sweep/backends/ray.py: _start_cells calls waiting.popleft",

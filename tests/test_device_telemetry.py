@@ -12,10 +12,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator
 from bridgetower_mlflow.contract import ADVICE_TAG, ENERGY_METRIC
 from bridgetower_mlflow.launch.ranks import RankInfo
-from bridgetower_mlflow.telemetry.samplers import hl_smi as hl_smi_sampler
-from bridgetower_mlflow.telemetry.samplers.hl_smi import HlSmiSampler, parse_hl_smi
-from bridgetower_mlflow.telemetry.samplers.hlml import HlmlSampler
-from bridgetower_mlflow.telemetry.samplers.hpu_readings import HpuReading, hpu_metrics
+from bridgetower_mlflow.samplers import hl_smi as hl_smi_sampler
+from bridgetower_mlflow.samplers.hl_smi import HlSmiSampler, parse_hl_smi
+from bridgetower_mlflow.samplers.hlml import HlmlSampler
+from bridgetower_mlflow.samplers.hpu_readings import HpuReading, hpu_metrics
 
 from fakes.native_libs import hlml_stub, hpus  # noqa: F401 - hlml_stub: a fixture
 from fakes.native_libs.observation import observe

@@ -128,7 +128,7 @@ def test_last_run_json_is_whole_or_the_earlier_one(disks):
 
 
 def test_a_marker_that_does_not_fit_is_one_line_and_leaves_the_checkpoint_unmarked(disks):
-    from bridgetower_mlflow.tracking.null_sink import NullSink
+    from bridgetower_mlflow.telemetry.sinks import NullSink
     from bridgetower_mlflow.train.checkpoint_callbacks import checkpoint_callbacks
     from bridgetower_mlflow.train.checkpoints import MARKER, is_whole
 

@@ -10,9 +10,9 @@ import pytest
 from bridgetower_mlflow.accelerators.cpu import CpuAccelerator
 from bridgetower_mlflow.accelerators.peaks import dense_peak
 from bridgetower_mlflow.model.load import preset_config
-from bridgetower_mlflow.telemetry.energy import EnergyWindow
+from bridgetower_mlflow.samplers.rapl import RaplSampler
 from bridgetower_mlflow.telemetry.flops import count_training_flops, flops_per_sample
-from bridgetower_mlflow.telemetry.samplers.rapl import RaplSampler
+from bridgetower_mlflow.telemetry.system.energy import EnergyWindow
 from bridgetower_mlflow.train.advice import RunFacts, advice
 from bridgetower_mlflow.train.efficiency import energy_metrics, flops_metrics
 

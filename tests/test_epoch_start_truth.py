@@ -46,10 +46,10 @@ def _train(tmp_path, persistent):
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
     from bridgetower_mlflow.accelerators.cpu import CpuAccelerator
-    from bridgetower_mlflow.telemetry.phase_window import window_figures
-    from bridgetower_mlflow.telemetry.step_timing import StepTimingCallback
-    from bridgetower_mlflow.telemetry.trainer_meter import TrainerMeter
-    from bridgetower_mlflow.tracking.null_sink import NullSink
+    from bridgetower_mlflow.telemetry.sinks import NullSink
+    from bridgetower_mlflow.telemetry.steps.phase_window import window_figures
+    from bridgetower_mlflow.telemetry.steps.step_timing import StepTimingCallback
+    from bridgetower_mlflow.telemetry.steps.trainer_meter import TrainerMeter
     from bridgetower_mlflow.train.trainer import build_trainer_class
 
     class Observer(TrainerCallback):

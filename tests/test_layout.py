@@ -77,6 +77,48 @@ def test_only_launch_ranks_reads_the_launcher_variables():
     assert readers == {"launch/ranks.py"}
 
 
+# the one module that reads the process environment, and the one that reads the launchers' variables
+ENVIRONMENT_READERS = {"environment.py", "launch/ranks.py"}
+# moved after the compare restructure: compare's flow reads MLFLOW_RUN_ID, its scope MLFLOW_EXPERIMENT_ID/_NAME
+KNOWN_EXCEPTIONS = "compare/"
+
+
+def environment_reads(path: Path) -> list[str]:
+    """Where a module reads environment variables: os.environ, os.getenv, a name `environ` (`from os import
+    environ`, a mapping named so) or another process's /proc/<pid>/environ."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
+                and node.attr in ("environ", "environb", "getenv", "getenvb"):
+            found.append(f"{node.lineno}: os.{node.attr}")
+        elif isinstance(node, (ast.Name, ast.arg)) and getattr(node, "id", getattr(node, "arg", "")) == "environ":
+            found.append(f"{node.lineno}: environ")
+        elif isinstance(node, ast.ImportFrom) and node.module == "os" \
+                and {alias.name for alias in node.names} & {"environ", "getenv"}:
+            found.append(f"{node.lineno}: from os import")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith("/environ"):
+            found.append(f"{node.lineno}: {node.value}")
+    return sorted(found, key=lambda line: int(line.split(":")[0]))
+
+
+def test_only_the_environment_module_reads_the_environment():
+    """Every variable the project reads is read in environment.py (launch/ranks.py keeps the launchers' own)."""
+    readers = {str(path.relative_to(PACKAGE)): environment_reads(path) for path in SOURCES}
+    outside = {where: lines for where, lines in readers.items() if lines and where not in ENVIRONMENT_READERS}
+    assert {where: lines for where, lines in outside.items() if not where.startswith(KNOWN_EXCEPTIONS)} == {}
+    assert all(readers[where] for where in ENVIRONMENT_READERS)
+    assert outside, "compare reads nothing itself any more: remove KNOWN_EXCEPTIONS"
+
+
+def test_the_environment_scan_finds_each_way_of_reading(tmp_path):
+    module = tmp_path / "module.py"
+    module.write_text("import os\nfrom os import environ\n"
+                      "a = os.environ.get('X')\nb = os.getenv('Y')\nc = environ['Z']\n"
+                      "def f(environ):\n    return environ.get('W')\n"
+                      "d = open(f'/proc/{os.getppid()}/environ')\ne = os.getpid()\n")
+    assert [line.split(": ")[0] for line in environment_reads(module)] == ["2", "3", "4", "5", "6", "7", "8"]
+
+
 def test_one_secret_vocabulary():
     """Params, tags, messages and hf_args flags are judged by redact.py's words, spelled nowhere else."""
     spelled = {str(path.relative_to(PACKAGE)) for path in SOURCES for node in ast.walk(ast.parse(path.read_text()))

@@ -16,11 +16,11 @@ from bridgetower_mlflow.accelerators.registry import get_accelerator
 from bridgetower_mlflow.config import build_train_config
 from bridgetower_mlflow.contract import input_bound_label
 from bridgetower_mlflow.launch.ranks import RankInfo
-from bridgetower_mlflow.telemetry import loader_wait, throughput
-from bridgetower_mlflow.telemetry.loader_wait import TimedLoader
-from bridgetower_mlflow.telemetry.throughput import ThroughputCallback, combine_ranks
-from bridgetower_mlflow.telemetry.trainer_meter import TrainerMeter
-from bridgetower_mlflow.tracking.null_sink import NullSink
+from bridgetower_mlflow.telemetry.sinks import NullSink
+from bridgetower_mlflow.telemetry.steps import loader_wait, throughput
+from bridgetower_mlflow.telemetry.steps.loader_wait import TimedLoader
+from bridgetower_mlflow.telemetry.steps.throughput import ThroughputCallback, combine_ranks
+from bridgetower_mlflow.telemetry.steps.trainer_meter import TrainerMeter
 from bridgetower_mlflow.train.prepare import prepare
 from bridgetower_mlflow.train.trainer import build_trainer
 

@@ -1,5 +1,5 @@
 """What the project takes from MLflow, pinned (issue 31): public APIs only, and a contract for the parts of
-MLflow's system-metrics collectors the project drives itself (telemetry/samplers/mlflow_collectors.py), so an
+MLflow's system-metrics collectors the project drives itself (samplers/mlflow_collectors.py), so an
 MLflow upgrade that changes them fails here, not as a silently empty `system/` series. And MLflow's own
 system-metrics variables, as the project honours them.
 """
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
+from bridgetower_mlflow.environment import SystemMetricsSettings, system_metrics_settings
 from bridgetower_mlflow.errors import ConfigError
-from bridgetower_mlflow.telemetry.monitor import NODE_SERIES
-from bridgetower_mlflow.telemetry.samplers.mlflow_collectors import host_collectors, mlflow_collectors
-from bridgetower_mlflow.telemetry.system_metrics_settings import SystemMetricsSettings, system_metrics_settings
+from bridgetower_mlflow.samplers.mlflow_collectors import host_collectors, mlflow_collectors
+from bridgetower_mlflow.telemetry.system.monitor import NODE_SERIES
 from bridgetower_mlflow.tracking.runs import create_named_run, default_experiment_id
 from bridgetower_mlflow.tracking.store_init import ready_store
 

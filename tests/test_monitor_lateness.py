@@ -9,7 +9,7 @@ import time
 
 from mlflow import MlflowClient
 
-from bridgetower_mlflow.telemetry.monitor import SystemMonitor
+from bridgetower_mlflow.telemetry.system.monitor import SystemMonitor
 from bridgetower_mlflow.tracking.metric_buffer import MetricBuffer
 
 INTERVAL = 0.2
@@ -60,7 +60,7 @@ def test_a_held_up_sample_is_one_warning_and_the_run_carries_the_count_and_the_g
     client, run_id, buffer = _run(sqlite_uri, tmp_path)
     sampler = HeldUpSampler(held_at=3)
     monitor = SystemMonitor(buffer, [sampler], interval=INTERVAL).start()
-    with caplog.at_level(logging.WARNING, logger="bridgetower_mlflow.telemetry.monitor"):
+    with caplog.at_level(logging.WARNING, logger="bridgetower_mlflow.telemetry.system.monitor"):
         assert sampler.holding.wait(60), "the monitor never reached its third sample"
         held = time.monotonic()
         _wait(lambda: time.monotonic() - held > 6 * INTERVAL, "the hold")
@@ -82,7 +82,7 @@ def test_a_held_up_sample_is_one_warning_and_the_run_carries_the_count_and_the_g
 def test_a_monitor_that_was_never_late_says_so(sqlite_uri, tmp_path, caplog):
     client, run_id, buffer = _run(sqlite_uri, tmp_path)
     sampler = HeldUpSampler(held_at=0)
-    with caplog.at_level(logging.WARNING, logger="bridgetower_mlflow.telemetry.monitor"):
+    with caplog.at_level(logging.WARNING, logger="bridgetower_mlflow.telemetry.system.monitor"):
         monitor = SystemMonitor(buffer, [sampler], interval=INTERVAL).start()
         _wait(lambda: monitor.step >= 3, "three samples")
         monitor.stop()

@@ -11,9 +11,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.launch.ranks import RankInfo
-from bridgetower_mlflow.telemetry.monitor import SeriesNames, SystemMonitor, sum_by_step
-from bridgetower_mlflow.telemetry.samplers.host_cpu import HostCpuSampler
-from bridgetower_mlflow.telemetry.samplers.mlflow_collectors import host_collectors
+from bridgetower_mlflow.samplers.host_cpu import HostCpuSampler
+from bridgetower_mlflow.samplers.mlflow_collectors import host_collectors
+from bridgetower_mlflow.telemetry.system.monitor import SeriesNames, SystemMonitor, sum_by_step
 from bridgetower_mlflow.tracking.metric_buffer import MetricBuffer
 from bridgetower_mlflow.tracking.spill import upload_spill
 

@@ -20,11 +20,11 @@ from bridgetower_mlflow.accelerators.base import (
 )
 from bridgetower_mlflow.config import build_train_config, profile_window
 from bridgetower_mlflow.errors import ConfigError
-from bridgetower_mlflow.telemetry.phase_window import LeftOut, RankPhases, leave_out, window_figures
-from bridgetower_mlflow.telemetry.phases import PhaseRecorder, split_step
-from bridgetower_mlflow.telemetry.step_spread import epoch_start_cost, step_spread
-from bridgetower_mlflow.telemetry.step_timing import PhaseReport
-from bridgetower_mlflow.telemetry.throughput import RankThroughput
+from bridgetower_mlflow.telemetry.steps.phase_window import LeftOut, RankPhases, leave_out, window_figures
+from bridgetower_mlflow.telemetry.steps.phases import PhaseRecorder, split_step
+from bridgetower_mlflow.telemetry.steps.step_spread import epoch_start_cost, step_spread
+from bridgetower_mlflow.telemetry.steps.step_timing import PhaseReport
+from bridgetower_mlflow.telemetry.steps.throughput import RankThroughput
 from bridgetower_mlflow.train.advice import RunFacts, Verdict, advice
 from bridgetower_mlflow.train.findings import bottleneck, phase_tags
 from bridgetower_mlflow.train.summary import step_line

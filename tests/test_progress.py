@@ -38,7 +38,7 @@ def test_a_real_train_shows_its_progress_and_one_samples_per_second_figure(cache
 
 
 def test_the_line_says_step_rate_wait_and_eta():
-    from bridgetower_mlflow.telemetry.progress import progress_line
+    from bridgetower_mlflow.telemetry.steps.progress import progress_line
 
     assert (progress_line(120, 500, 431.24, 0.031, 134) ==
             "train: step 120/500 (24 %), 431.2 samples/s, loader wait 3 %, ETA 2m14s")
@@ -49,14 +49,14 @@ def test_the_line_says_step_rate_wait_and_eta():
 
 @pytest.mark.parametrize("value, seconds", [(None, 10.0), ("", 10.0), ("0", 0.0), ("2.5", 2.5)])
 def test_the_interval_comes_from_the_environment(value, seconds):
-    from bridgetower_mlflow.telemetry.progress import progress_seconds
+    from bridgetower_mlflow.environment import progress_seconds
 
     assert progress_seconds({} if value is None else {"BRIDGETOWER_PROGRESS_SECONDS": value}) == seconds
 
 
 @pytest.mark.parametrize("value", ["soon", "-1", "nan", "inf"])
 def test_a_bad_interval_is_one_line_naming_the_variable(value):
-    from bridgetower_mlflow.telemetry.progress import progress_seconds
+    from bridgetower_mlflow.environment import progress_seconds
 
     expected = r"^BRIDGETOWER_PROGRESS_SECONDS: invalid value .*; allowed: seconds, a number >= 0$"
     with pytest.raises(ConfigError, match=expected):
@@ -75,8 +75,8 @@ class StepClock:
 
 def _drive(capsys, steps: int, interval: float, zero: bool = True, step_seconds: float = 0.0, monkeypatch=None):
     """Throughput and progress callbacks as the Trainer calls them; returns the progress lines printed."""
-    from bridgetower_mlflow.telemetry.progress import ProgressPrinter
-    from bridgetower_mlflow.telemetry.throughput import ThroughputCallback
+    from bridgetower_mlflow.telemetry.steps.progress import ProgressPrinter
+    from bridgetower_mlflow.telemetry.steps.throughput import ThroughputCallback
 
     clock = StepClock()
     if monkeypatch is not None:
@@ -118,7 +118,7 @@ def test_only_the_main_process_prints(capsys):
 def test_the_console_drops_only_the_trainers_speed_figures(capsys):
     from transformers import PrinterCallback
 
-    from bridgetower_mlflow.telemetry.progress import without_speed_figures
+    from bridgetower_mlflow.telemetry.steps.progress import without_speed_figures
 
     logs = {"train_runtime": 4.0, "train_samples_per_second": 9.0, "train_steps_per_second": 1.0,
             "eval_samples_per_second": 3.0, "train_loss": 2.0}

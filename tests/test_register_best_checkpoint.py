@@ -51,7 +51,7 @@ def test_an_earlier_checkpoint_is_registered_with_its_own_weights_and_step(cache
     from bridgetower_mlflow.accelerators.registry import get_accelerator
     from bridgetower_mlflow.config import build_train_config
     from bridgetower_mlflow.launch.ranks import RankInfo
-    from bridgetower_mlflow.tracking.null_sink import NullSink
+    from bridgetower_mlflow.telemetry.sinks import NullSink
     from bridgetower_mlflow.tracking.session import RunSession
     from bridgetower_mlflow.train.prepare import prepare
     from bridgetower_mlflow.train.trainer import build_trainer

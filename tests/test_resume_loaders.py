@@ -16,7 +16,7 @@ from bridgetower_mlflow.accelerators.cuda import nvjpeg
 from bridgetower_mlflow.accelerators.registry import get_accelerator
 from bridgetower_mlflow.config import build_train_config
 from bridgetower_mlflow.launch.ranks import RankInfo
-from bridgetower_mlflow.tracking.null_sink import NullSink
+from bridgetower_mlflow.telemetry.sinks import NullSink
 from bridgetower_mlflow.train.prepare import prepare
 from bridgetower_mlflow.train.trainer import build_trainer
 

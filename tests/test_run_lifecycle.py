@@ -95,7 +95,7 @@ def test_train_reaches_its_flow_before_torch_loads():
     import subprocess
     import sys
 
-    probe = ("import sys\nfrom bridgetower_mlflow.train.environment import read_environment\nread_environment()\n"
+    probe = ("import sys\nfrom bridgetower_mlflow.environment import read_run_environment\nread_run_environment()\n"
              "import bridgetower_mlflow.train.command, bridgetower_mlflow.train.flow\n"
              "print(sorted(m for m in ('torch', 'transformers', 'torchvision') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
@@ -103,7 +103,7 @@ def test_train_reaches_its_flow_before_torch_loads():
 
 
 def test_the_libraries_environment_is_exported_in_one_place_and_the_users_values_win():
-    from bridgetower_mlflow.train.environment import export_for_libraries
+    from bridgetower_mlflow.environment import export_for_libraries
 
     environ = {"TOKENIZERS_PARALLELISM": "true", "PATH": "/bin"}
     exported = export_for_libraries({"PT_HPU_LAZY_MODE": "1"}, {"RANK": "1", "WORLD_SIZE": "2"}, environ=environ)
@@ -113,18 +113,19 @@ def test_the_libraries_environment_is_exported_in_one_place_and_the_users_values
 
 
 def test_a_sweep_cell_is_read_with_the_rest_of_the_environment():
-    from bridgetower_mlflow.train.environment import read_environment
+    from bridgetower_mlflow.environment import read_run_environment
 
-    assert read_environment({"BRIDGETOWER_SWEEP_CELL": "1"}).sweep_cell
-    assert not read_environment({}).sweep_cell and not read_environment({"BRIDGETOWER_SWEEP_CELL": "0"}).sweep_cell
+    assert read_run_environment({"BRIDGETOWER_SWEEP_CELL": "1"}).sweep_cell
+    assert not read_run_environment({}).sweep_cell
+    assert not read_run_environment({"BRIDGETOWER_SWEEP_CELL": "0"}).sweep_cell
 
 
 def test_the_project_run_is_read_with_the_rest_of_the_environment():
-    from bridgetower_mlflow.train.environment import read_environment
+    from bridgetower_mlflow.environment import read_run_environment
 
-    assert read_environment({"MLFLOW_RUN_ID": "abc"}).project_run_id == "abc"
-    assert read_environment({}).project_run_id is None
-    assert read_environment({"MLFLOW_RUN_ID": ""}).project_run_id is None
+    assert read_run_environment({"MLFLOW_RUN_ID": "abc"}).project_run_id == "abc"
+    assert read_run_environment({}).project_run_id is None
+    assert read_run_environment({"MLFLOW_RUN_ID": ""}).project_run_id is None
 
 
 def test_a_resume_falls_back_to_the_project_run_it_was_given(tmp_path):
@@ -143,7 +144,7 @@ def test_a_tracked_train_continues_the_project_run_its_environment_names(sqlite_
                                                                            monkeypatch):
     """The run `mlflow run` made is read once, at train's entry: a variable changed later is not read again."""
     from bridgetower_mlflow.config import build_train_config
-    from bridgetower_mlflow.train.environment import RunEnvironment
+    from bridgetower_mlflow.environment import RunEnvironment
     from bridgetower_mlflow.train.flow import train
 
     client = MlflowClient(sqlite_uri)

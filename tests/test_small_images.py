@@ -26,7 +26,7 @@ from bridgetower_mlflow.data.device_decode.sources import JpegBytesCollate
 from bridgetower_mlflow.data.sample import generate_sample_set
 from bridgetower_mlflow.data.study_images import StudyImageTransform, study_pixels
 from bridgetower_mlflow.errors import DataError
-from bridgetower_mlflow.telemetry.loader_wait import TimedLoader
+from bridgetower_mlflow.telemetry.steps.loader_wait import TimedLoader
 
 from conftest import no_running_runs, run_cli
 

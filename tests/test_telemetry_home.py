@@ -1,5 +1,5 @@
 """Telemetry has one home: every sampler (a class with `sample`) and every energy counter (`energy_joules`) of the
-package lives in telemetry/samplers/, the Sampler and EnergyCounter protocols are defined there once, each sampler
+package lives in samplers/, the Sampler and EnergyCounter protocols are defined there once, each sampler
 has the protocol's start and stop, and the vendor modules are imported there inside functions only."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "bridgetower_mlflow"
-HOME = PACKAGE / "telemetry" / "samplers"
+HOME = PACKAGE / "samplers"
 SAMPLER_METHODS = ("sample", "energy_joules")  # what makes a class a sampler or an energy counter
 VENDOR_MODULES = ("pynvml", "pyhlml")
 
@@ -38,7 +38,7 @@ def outside_home(root: Path, home: Path) -> dict[str, list[str]]:
     return {path: names for path, names in sampler_classes(root).items() if not path.startswith(prefix)}
 
 
-def test_every_sampler_lives_in_telemetry_samplers():
+def test_every_sampler_lives_in_samplers():
     assert outside_home(PACKAGE, HOME) == {}
 
 
@@ -46,13 +46,13 @@ def test_the_scan_finds_a_sampler_added_elsewhere(tmp_path):
     """The rule above cannot pass vacuously: a sampler written outside the home is named, and so is an energy
     counter, while those of the home are not."""
     package = tmp_path / "bridgetower_mlflow"
-    (package / "telemetry" / "samplers").mkdir(parents=True)
+    (package / "samplers").mkdir(parents=True)
     (package / "accelerators").mkdir()
-    (package / "telemetry" / "samplers" / "ok.py").write_text("class Fine:\n    def sample(self):\n        return {}\n")
+    (package / "samplers" / "ok.py").write_text("class Fine:\n    def sample(self):\n        return {}\n")
     (package / "accelerators" / "stray.py").write_text(
         "class Stray:\n    def sample(self):\n        return {}\n\n"
         "class Meter:\n    def energy_joules(self):\n        return 0.0\n")
-    assert outside_home(package, package / "telemetry" / "samplers") == {
+    assert outside_home(package, package / "samplers") == {
         "bridgetower_mlflow/accelerators/stray.py": ["Stray", "Meter"]}
 
 
@@ -60,7 +60,7 @@ def test_the_protocols_are_defined_once():
     found = sampler_classes(PACKAGE)
     protocols = {path: [n for n in names if n in ("Sampler", "EnergyCounter")] for path, names in found.items()}
     assert {path: names for path, names in protocols.items() if names} == {
-        "bridgetower_mlflow/telemetry/samplers/protocol.py": ["Sampler", "EnergyCounter"]}
+        "bridgetower_mlflow/samplers/protocol.py": ["Sampler", "EnergyCounter"]}
 
 
 def test_every_sampler_has_start_and_stop():
@@ -94,4 +94,4 @@ def test_vendor_modules_are_imported_inside_functions_only():
         at_module_level += [f"{path.name}: {name}" for name in _vendor_imports(tree.body)]
         if _vendor_imports(ast.walk(tree)):
             importers.add(path.name)
-    assert at_module_level == [] and importers == {"hlml.py", "nvml.py"}
+    assert at_module_level == [] and importers == {"hlml.py", "nvml.py", "job_devices.py"}

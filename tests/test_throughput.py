@@ -3,7 +3,7 @@
 import pytest
 
 from bridgetower_mlflow.contract import input_bound_label
-from bridgetower_mlflow.telemetry.throughput import RankThroughput, combine_ranks
+from bridgetower_mlflow.telemetry.steps.throughput import RankThroughput, combine_ranks
 
 
 def test_global_throughput_sums_ranks_over_the_slowest_window():
@@ -50,7 +50,7 @@ def _drive(warmup: int, steps: int, start: int = 0):
     """The callback as the Trainer calls it: train begin, one on_step_end per optimizer step, train end."""
     from types import SimpleNamespace
 
-    from bridgetower_mlflow.telemetry.throughput import ThroughputCallback
+    from bridgetower_mlflow.telemetry.steps.throughput import ThroughputCallback
 
     callback = ThroughputCallback(_Sink(), None, samples_per_step=8, warmup_steps=warmup, logging_steps=5)
     state = SimpleNamespace(global_step=start)
@@ -104,8 +104,8 @@ def _train_counted(tmp_path, rows: int, batch: int, accumulation: int, max_steps
     """(the callback's result, rows each training forward received in order, batches each optimizer step ran)."""
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
-    from bridgetower_mlflow.telemetry.throughput import ThroughputCallback
-    from bridgetower_mlflow.telemetry.trainer_meter import TrainerMeter
+    from bridgetower_mlflow.telemetry.steps.throughput import ThroughputCallback
+    from bridgetower_mlflow.telemetry.steps.trainer_meter import TrainerMeter
     from bridgetower_mlflow.train.trainer import build_trainer_class
 
     args = TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=batch,
@@ -196,7 +196,7 @@ def test_the_wait_includes_the_fetch_that_finds_the_epoch_over():
 
     import torch
 
-    from bridgetower_mlflow.telemetry.loader_wait import TimedLoader
+    from bridgetower_mlflow.telemetry.steps.loader_wait import TimedLoader
 
     class EndsSlowly:
         def __iter__(self):
@@ -216,8 +216,8 @@ def test_evaluations_and_saves_in_the_window_are_the_trainers_own_calls(tmp_path
 
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
-    from bridgetower_mlflow.telemetry.throughput import ThroughputCallback
-    from bridgetower_mlflow.telemetry.trainer_meter import TrainerMeter
+    from bridgetower_mlflow.telemetry.steps.throughput import ThroughputCallback
+    from bridgetower_mlflow.telemetry.steps.trainer_meter import TrainerMeter
     from bridgetower_mlflow.train.trainer import build_trainer_class
 
     spans = {"evaluate": [], "_save_checkpoint": []}

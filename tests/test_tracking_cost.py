@@ -11,9 +11,9 @@ import time
 import pytest
 from mlflow import MlflowClient
 
-from bridgetower_mlflow.telemetry.monitor import SystemMonitor
-from bridgetower_mlflow.telemetry.samplers.host_cpu import HostCpuSampler
-from bridgetower_mlflow.telemetry.samplers.mlflow_collectors import mlflow_collectors
+from bridgetower_mlflow.samplers.host_cpu import HostCpuSampler
+from bridgetower_mlflow.samplers.mlflow_collectors import mlflow_collectors
+from bridgetower_mlflow.telemetry.system.monitor import SystemMonitor
 from bridgetower_mlflow.tracking.metric_buffer import MetricBuffer
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"),
@@ -84,7 +84,7 @@ def test_the_sender_thread_keeps_trainings_priority_and_says_its_name(run_buffer
 
 
 def test_a_thread_names_itself_for_the_kernel_and_nothing_else_moves():
-    from bridgetower_mlflow.telemetry.thread_names import name_this_thread
+    from bridgetower_mlflow.telemetry.system.thread_names import name_this_thread
 
     seen = {}
 
@@ -159,7 +159,7 @@ def test_where_the_kernel_lists_no_children_psutil_counts_the_same():
     """The fallback (other systems, kernels without children lists) against the /proc reading, one live worker."""
     import psutil
 
-    from bridgetower_mlflow.telemetry.samplers.host_cpu import proc_tree_cpu, psutil_tree_cpu
+    from bridgetower_mlflow.samplers.host_cpu import proc_tree_cpu, psutil_tree_cpu
 
     context = multiprocessing.get_context("fork")
     burned, release = context.Event(), context.Event()

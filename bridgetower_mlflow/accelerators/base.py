@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import DeviceDecodeUnavailable
 
 if TYPE_CHECKING:
-    from ..telemetry.samplers.protocol import Sampler
+    from ..samplers.protocol import Sampler
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class DeviceLoader:
         return int(getattr(self.loader, "cpu_decoded_images", 0))
 
 
-# the points of a training step the trainer marks (telemetry.phases cuts the step at them)
+# the points of a training step the trainer marks (telemetry.steps.phases cuts the step at them)
 INPUT_START, INPUT_END, FORWARD_END, GRADS_READY, BACKWARD_END, STEP_END = (
     "h2d_start", "h2d_end", "forward_end", "grads_ready", "backward_end", "step_end")
 POINTS = (INPUT_START, INPUT_END, FORWARD_END, GRADS_READY, BACKWARD_END, STEP_END)
@@ -207,7 +207,7 @@ class Accelerator(ABC):
         )
 
     def device_samplers(self, device: DeviceInfo) -> list[Sampler]:
-        """This device's samplers (telemetry/samplers/), started by the system monitor."""
+        """This device's samplers (samplers/), started by the system monitor."""
         return []
 
     def mlflow_gpu_count(self, device: DeviceInfo) -> int:

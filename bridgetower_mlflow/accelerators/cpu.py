@@ -6,37 +6,26 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from ..environment import THREADS_ENV, TORCHELASTIC_ENV, parent_environment, threads_variables
 from ..errors import ConfigError
 from ..host import cpu_model_name
 from .base import Accelerator, DeviceInfo, PhaseTiming, RecipeSettings, TrainingRecipe
 from .hf_args import merged_kwargs
 
 if TYPE_CHECKING:
-    from ..telemetry.samplers.protocol import Sampler
-
-THREADS_ENV = "OMP_NUM_THREADS"
-
-
-def _parent_environment() -> dict[str, str] | None:
-    """The environment this process's parent was started with (None where /proc cannot tell)."""
-    try:
-        with open(f"/proc/{os.getppid()}/environ", "rb") as handle:
-            entries = handle.read().split(b"\0")
-    except OSError:
-        return None
-    return dict(entry.decode(errors="replace").split("=", 1) for entry in entries if b"=" in entry)
+    from ..samplers.protocol import Sampler
 
 
 def rank_threads(local_ranks: int, cores: int | None = None, env: Mapping[str, str] | None = None,
-                 parent_env: Callable[[], Mapping[str, str] | None] = _parent_environment) -> int | None:
+                 parent_env: Callable[[], Mapping[str, str] | None] = parent_environment) -> int | None:
     """Torch threads for each of `local_ranks` CPU ranks on this host: its cores shared out, unless the user set
     OMP_NUM_THREADS (None: keep what torch has). torchrun sets OMP_NUM_THREADS=1 in its ranks when it is unset;
     a torchrun rank tells that from the user's by the environment torchrun itself was started with."""
-    env = os.environ if env is None else env
+    env = threads_variables() if env is None else env
     if local_ranks <= 1:
         return None
     if THREADS_ENV in env:
-        parent = parent_env() if "TORCHELASTIC_RUN_ID" in env else None
+        parent = parent_env() if TORCHELASTIC_ENV in env else None
         if parent is None or THREADS_ENV in parent:
             return None
     cores = cores if cores is not None else len(os.sched_getaffinity(0))
@@ -77,7 +66,7 @@ class CpuAccelerator(Accelerator):
 
     def device_samplers(self, device: DeviceInfo) -> list[Sampler]:
         """The CPU packages' power and energy (RAPL), where the host exposes powercap zones."""
-        from ..telemetry.samplers.rapl import RaplSampler
+        from ..samplers.rapl import RaplSampler
 
         try:
             return [RaplSampler()]

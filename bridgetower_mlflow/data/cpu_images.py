@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import io
 import math
-import os
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +18,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
+
+from ..environment import image_library
 
 if TYPE_CHECKING:
     import torch
@@ -34,7 +35,7 @@ CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 # What decodes JPEGs (other formats: always Pillow): OpenCV >= 5 (its RGB + reduced decode flags, tested
 # on 5.0) unless BRIDGETOWER_IMAGE_BACKEND=pillow forces the fallback
 BACKEND = "opencv" if (cv2 and int(cv2.__version__.split(".")[0]) >= 5
-                       and os.environ.get("BRIDGETOWER_IMAGE_BACKEND", "opencv") == "opencv") else "pillow"
+                       and image_library() == "opencv") else "pillow"
 
 if BACKEND == "opencv":
     cv2.setNumThreads(1)  # one image is too small to split; threads would oversubscribe loader workers

@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
-import os
 import random
 import shutil
 import tempfile
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from ..environment import cache_folder
 from ..redact import first_line
 from .sample_drawings import DRAWINGS
 
@@ -35,8 +35,7 @@ LABELS = "ABCDE"
 
 
 def default_sample_dir() -> Path:
-    root = os.environ.get("BRIDGETOWER_MLFLOW_CACHE") or Path.home() / ".cache" / "bridgetower-mlflow"
-    return Path(root) / f"sample-{SAMPLE_VERSION}"
+    return cache_folder() / f"sample-{SAMPLE_VERSION}"
 
 
 def text_corpus() -> list[str]:

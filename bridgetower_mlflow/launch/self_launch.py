@@ -12,23 +12,17 @@ launcher itself is ended.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import subprocess
 
 from ..contract import STOP_GRACE_SECONDS
+from ..environment import LAUNCHED_ENV, PROJECT_RUN_ENV, for_child_process
 from ..errors import LaunchFailed
 from ..redact import first_line
 from .signals import Stopped
 
 log = logging.getLogger(__name__)
-LAUNCHED_ENV = "BRIDGETOWER_LAUNCHED"  # set in every rank this process starts
 LAUNCHER_EXIT_S = 3.0  # the launcher's own exit once its ranks are gone (it holds nothing of the run's)
-
-
-def was_self_launched() -> bool:
-    """True in a rank this project started (the launcher prints the run summary, not the ranks)."""
-    return os.environ.get(LAUNCHED_ENV) == "1"
 
 
 def launch_ranks(command: list[str], run_id: str, grace: float = STOP_GRACE_SECONDS) -> int:
@@ -36,7 +30,7 @@ def launch_ranks(command: list[str], run_id: str, grace: float = STOP_GRACE_SECO
 
     LaunchFailed (one line) when the launcher cannot start (not on PATH); on a stop signal the ranks get
     `grace` seconds, then Stopped is raised on."""
-    env = dict(os.environ, MLFLOW_RUN_ID=run_id, **{LAUNCHED_ENV: "1"})
+    env = {**for_child_process(), PROJECT_RUN_ENV: run_id, LAUNCHED_ENV: "1"}
     log.info("launching ranks: %s", " ".join(command))
     try:
         process = subprocess.Popen(command, env=env)

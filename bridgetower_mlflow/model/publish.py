@@ -32,7 +32,7 @@ from .checkpoint import save_checkpoint
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # What a served model imports of this package; nothing else travels with it.
 SERVING_MODULES = ("__init__.py", "model/__init__.py", "model/checkpoint.py", "model/pyfunc.py",
-                   "model/scoring.py", "data/__init__.py", "data/cpu_images.py")
+                   "model/scoring.py", "data/__init__.py", "data/cpu_images.py", "environment.py", "errors.py")
 ERROR_LIMIT = 400  # MLflow's message names the URL twice; the run's error tag keeps 2000 characters
 MODEL_ADVICE = "free space there or choose another output_dir"
 SMALL_FILES_BYTES = 256 << 10  # tokenizer, image processor, config and inference settings (a real write past

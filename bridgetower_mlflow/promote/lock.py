@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from ..environment import tracking_user
 from ..errors import TrackingError
 from ..redact import first_line
 
@@ -58,9 +59,8 @@ def _owner() -> str:
         user = getpass.getuser()
     except (KeyError, OSError):  # no passwd entry (containers)
         user = "unknown"
-    tracking_user = os.environ.get("MLFLOW_TRACKING_USERNAME")  # who may delete the lock model under mlflow[auth]
-    return f"{user}@{socket.gethostname()} pid {os.getpid()}" + (f", tracking user {tracking_user}" if tracking_user
-                                                                 else "")
+    login = tracking_user()  # who may delete the lock model under mlflow[auth]
+    return f"{user}@{socket.gethostname()} pid {os.getpid()}" + (f", tracking user {login}" if login else "")
 
 
 def _try_acquire(client: MlflowClient, name: str, token: str) -> bool:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING
 
+from ..environment import project_run_id
 from ..errors import TrackingError
 from ..redact import first_line
 from ..tracking.failures import registry_failure
@@ -120,7 +120,7 @@ def _tag_project_run(client: MlflowClient, decision: Decision, dry_run: bool) ->
     """Under `mlflow run -e promote` the decision is also visible on the project's run (best effort)."""
     from mlflow.exceptions import MlflowException
 
-    run_id = os.environ.get("MLFLOW_RUN_ID")
+    run_id = project_run_id()
     if not run_id:
         return
     tags = {**decision_tags(decision), "promotion.candidate_version": decision.candidate.version,

@@ -3,7 +3,6 @@ just before it starts; every backend (local, Ray) uses it."""
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 import tempfile
@@ -19,17 +18,24 @@ from ..contract import (
     RUN_KIND_TAG,
     RUN_KIND_TRAIN,
     RUN_NAME_TAG,
-    SWEEP_CELL_ENV,
     SWEEP_CELL_TAG,
     SWEEP_REPEAT_TAG,
     THROUGHPUT_METRIC,
+)
+from ..environment import (
+    EXPERIMENT_ID_ENV,
+    EXPERIMENT_NAME_ENV,
+    PROJECT_RUN_ENV,
+    SWEEP_CELL_ENV,
+    TRACKING_URI_ENV,
+    for_child_process,
+    train_command_override,
 )
 from ..redact import first_line
 from ..tracking.runs import create_run, settle_run
 from .grid import SweepCell
 from .process import exit_reason, run_train_process
 
-TRAIN_CMD_ENV = "BRIDGETOWER_TRAIN_CMD"  # replaces `python -m bridgetower_mlflow train` (tests)
 LOG_TAIL_LINES = 15
 
 
@@ -62,16 +68,16 @@ class SweepContext:
 
 
 def train_command(override: str = "") -> list[str]:
-    text = (override or os.environ.get(TRAIN_CMD_ENV, "")).strip()
+    text = (override or train_command_override()).strip()
     return shlex.split(text) if text else [sys.executable, "-m", "bridgetower_mlflow", "train"]
 
 
 def _child_env(context: SweepContext, run_id: str) -> dict:
-    env = dict(os.environ if context.env is None else context.env)
-    env.pop("MLFLOW_EXPERIMENT_NAME", None)  # the child run already fixes the experiment
-    env.update(MLFLOW_RUN_ID=run_id, MLFLOW_EXPERIMENT_ID=context.experiment_id, **{SWEEP_CELL_ENV: "1"})
+    env = dict(for_child_process() if context.env is None else context.env)
+    env.pop(EXPERIMENT_NAME_ENV, None)  # the child run already fixes the experiment
+    env.update({PROJECT_RUN_ENV: run_id, EXPERIMENT_ID_ENV: context.experiment_id, SWEEP_CELL_ENV: "1"})
     if context.tracking_uri:
-        env["MLFLOW_TRACKING_URI"] = context.tracking_uri
+        env[TRACKING_URI_ENV] = context.tracking_uri
     return env
 
 

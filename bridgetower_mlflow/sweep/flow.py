@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..contract import NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG, RUN_NAME_TAG
 from ..disk_space import writing
+from ..environment import experiment_from_environment, project_run_id
 from ..errors import BridgeTowerMlflowError, ConfigError
 from ..launch.signals import stop_signals_raise
 from ..redact import first_line
@@ -123,7 +123,7 @@ def _experiment_id(client, name: str) -> str:
     if name:
         experiment = client.get_experiment_by_name(name)
         return experiment.experiment_id if experiment else client.create_experiment(name)
-    return os.environ.get("MLFLOW_EXPERIMENT_ID") or "0"
+    return experiment_from_environment()[1] or "0"
 
 
 def open_parent(client, options: SweepOptions, plan: SweepPlan, backend: str) -> tuple[str, str, bool]:
@@ -139,7 +139,7 @@ def open_parent(client, options: SweepOptions, plan: SweepPlan, backend: str) ->
         **quality_settings(options).tags(),
     }
     ready_store()  # two sweeps (or a sweep and a train) starting on a fresh sqlite store
-    run_id = os.environ.get("MLFLOW_RUN_ID")
+    run_id = project_run_id()
     name = f"sweep {options.accel} w{options.workers.replace(',', '/')}"
     if run_id:
         experiment_id = client.get_run(run_id).info.experiment_id

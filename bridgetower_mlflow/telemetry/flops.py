@@ -7,16 +7,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from pathlib import Path
+
+from ..environment import cache_folder
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = "1"
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("BRIDGETOWER_MLFLOW_CACHE") or Path.home() / ".cache" / "bridgetower-mlflow"
-    return Path(root) / "flops"
+    return cache_folder() / "flops"
 
 
 def count_training_flops(model_config, image_size: int, seq_len: int, batch: int = 1) -> float:

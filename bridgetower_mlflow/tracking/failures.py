@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
+from ..environment import tracking_user
 from ..errors import TrackingError
 from ..redact import first_line, redact_text
 
@@ -20,7 +19,7 @@ def tracking_error(action: str, exc: Exception) -> TrackingError:
     """A failed tracking call: permission and login problems say who may do it."""
     first = first_line(exc)
     uri = tracking_uri()
-    user = os.environ.get("MLFLOW_TRACKING_USERNAME") or "the configured user"
+    user = tracking_user() or "the configured user"
     if "403" in first or "PERMISSION_DENIED" in first:
         return TrackingError(f"tracking: permission denied to {action} at {uri} for {user}; allowed: a user with "
                              "EDIT permission on the experiment")

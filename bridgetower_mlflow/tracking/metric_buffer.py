@@ -24,7 +24,7 @@ from typing import Any
 from ..contract import METRICS_PER_BATCH
 from ..disk_space import disk_errno, full_line
 from ..redact import first_line
-from ..telemetry.thread_names import name_this_thread
+from ..telemetry.system.thread_names import name_this_thread
 from .records import MetricRecord, Record, StatusRecord, TagsRecord, send_records
 from .spill import append_whole
 from .spill_cursor import SpillCursor

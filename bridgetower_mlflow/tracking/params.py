@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from ..contract import MAX_KEY, MAX_PARAM_VALUE, PARAMS_FILE, PARAMS_PER_BATCH
-from ..redact import REDACTED, is_secret, secret_values
+from ..environment import secret_values
+from ..redact import REDACTED, is_secret
 
 MAX_VALUE = MAX_PARAM_VALUE
 BATCH = PARAMS_PER_BATCH

@@ -8,10 +8,10 @@ run's `error` tag when it did not finish and has none yet.
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING
 
 from ..contract import ERROR_TAG, ERROR_TAG_LIMIT, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND_TRAINING
+from ..environment import experiment_from_environment
 from ..redact import first_line, redact_text
 from .failures import tracking_error
 
@@ -67,7 +67,8 @@ def default_experiment_id(experiment_name: str = "") -> str:
     from mlflow.tracking import MlflowClient
     from mlflow.tracking.default_experiment import DEFAULT_EXPERIMENT_ID
 
-    name, given_id = experiment_name or os.environ.get("MLFLOW_EXPERIMENT_NAME"), os.environ.get("MLFLOW_EXPERIMENT_ID")
+    name, given_id = experiment_from_environment()
+    name = experiment_name or name
     client = MlflowClient()
     if not name:
         return str(client.get_experiment(given_id).experiment_id) if given_id else DEFAULT_EXPERIMENT_ID

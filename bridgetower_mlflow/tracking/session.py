@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..contract import NOTE_TAG, PARAMS_FILE, RUN_NAME_TAG, SYSTEM_PREFIX
+from ..environment import cache_folder, temporarily
 from ..errors import ConfigError, DiskFull, TrackingError
 from ..redact import first_line, redact_text
 from . import params as params_mod
@@ -22,8 +22,7 @@ log = logging.getLogger(__name__)
 
 
 def spill_dir() -> Path:
-    root = os.environ.get("BRIDGETOWER_MLFLOW_CACHE") or Path.home() / ".cache" / "bridgetower-mlflow"
-    return Path(root) / "spill"
+    return cache_folder() / "spill"
 
 
 # the local end of a run whose status its buffer delivered (or spilled) already: one attempt, a short timeout, and
@@ -35,16 +34,8 @@ LOCAL_END = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOU
 @contextlib.contextmanager
 def no_retries() -> Iterator[None]:
     """LOCAL_END's settings for the duration: for the local end of a run whose status the buffer sent."""
-    saved = {k: os.environ.get(k) for k in LOCAL_END}
-    os.environ.update(LOCAL_END)
-    try:
+    with temporarily(LOCAL_END):
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 class RunSession:
@@ -80,7 +71,7 @@ class RunSession:
             experiment_id = default_experiment_id(experiment_name) if not run_id and experiment_name else None
             previous = mlflow.tracking.MlflowClient().get_run(resume_run_id).info.status if resume_run_id else None
             # MLflow's own monitor thread stops for good at its first failed get_run: the project's
-            # monitor drives MLflow's collectors instead (telemetry.samplers.mlflow_collectors)
+            # monitor drives MLflow's collectors instead (samplers.mlflow_collectors)
             active = mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name or None, tags=tags,
                                       experiment_id=experiment_id,
                                       log_system_metrics=False)

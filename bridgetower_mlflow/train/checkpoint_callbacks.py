@@ -16,8 +16,7 @@ from .resume import resume_hint
 
 if TYPE_CHECKING:
     from ..config import TrainConfig
-    from ..tracking.metric_buffer import MetricBuffer
-    from ..tracking.null_sink import NullSink
+    from ..telemetry.sinks import MetricSink
 
 # trainer_state.json, scheduler, RNG states and training args: tens of kB; the estimate leaves room for them
 SMALL_FILES_BYTES = 256 << 10
@@ -40,7 +39,7 @@ def room_needed(run_folder: Path, model: Any, optimizer: Any) -> tuple[int, str]
     return first_checkpoint_bytes(model, optimizer), "the model's parameters and optimizer state"
 
 
-def checkpoint_callbacks(config: TrainConfig, sink: MetricBuffer | NullSink) -> list[Any]:
+def checkpoint_callbacks(config: TrainConfig, sink: MetricSink) -> list[Any]:
     """The callbacks build_trainer adds: the room check and marker, and the upload when checkpoint_upload."""
     from transformers import TrainerCallback
 

@@ -38,11 +38,10 @@ def train_options(command: Callable[..., Any]) -> Callable[..., Any]:
 def train_command(**options: Any) -> None:
     """One fully tracked fine-tuning run on one accelerator kind."""
     config = build_train_config(**options)
-    from .environment import read_environment
+    from ..environment import read_run_environment, self_launched
 
-    environment = read_environment()  # every variable the run reads, checked before anything starts
+    environment = read_run_environment()  # every variable the run reads, checked before anything starts
     setup_logging()
-    from ..launch.self_launch import was_self_launched
     from ..launch.signals import Stopped, stop_signals_raise
     from .flow import train
     from .summary import print_run_summary
@@ -59,7 +58,7 @@ def train_command(**options: Any) -> None:
             # MLFLOW_RUN_ID is the run the resume refused: it stays exactly as it was, not marked FAILED
             click.echo(f"error: {first_line(exc, ERROR_TAG_LIMIT)}", err=True)
             sys.exit(exc.exit_code)
-    if not was_self_launched():  # the launcher prints for its ranks
+    if not self_launched():  # the launcher prints for its ranks
         print_run_summary(result)
     if result.spill_left:
         raise TrackingError(f"tracking: the run trained, but {result.spill_left} records (metrics, tags, its end "

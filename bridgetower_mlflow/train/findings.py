@@ -33,7 +33,7 @@ from .efficiency import achievable_metrics, energy_metrics, flops_metrics
 
 if TYPE_CHECKING:
     from ..config import TrainConfig
-    from ..telemetry.step_timing import PhaseReport
+    from ..telemetry.steps.step_timing import PhaseReport
     from .prepare import Prepared
 
 

@@ -6,9 +6,9 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..environment import DEFAULT_PROGRESS_SECONDS
 from ..errors import NothingTrained
 from ..launch.signals import Stopped
-from ..telemetry.progress_settings import DEFAULT_PROGRESS_SECONDS
 from .output_folder import writes_into
 from .result import Fitted
 from .resume import checkpoint_to_resume
@@ -17,8 +17,8 @@ from .trainer import build_trainer
 if TYPE_CHECKING:
     from ..config import TrainConfig
     from ..launch.ranks import RankInfo
-    from ..telemetry.energy import EnergyWindow
-    from ..telemetry.step_timing import StepTimingCallback
+    from ..telemetry.steps.step_timing import StepTimingCallback
+    from ..telemetry.system.energy import EnergyWindow
     from ..tracking.session import RunSession
     from .prepare import Prepared
     from .run import NullRun, TrackedRun

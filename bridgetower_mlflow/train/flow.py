@@ -13,9 +13,8 @@ from pathlib import Path
 
 from ..accelerators.installed import hide_if_broken
 from ..accelerators.registry import get_accelerator
+from ..environment import RunEnvironment, export_for_libraries, read_run_environment, self_launched
 from ..launch.ranks import RankInfo, needs_launch
-from ..launch.self_launch import was_self_launched
-from .environment import RunEnvironment, export_for_libraries, read_environment
 from .fit import fit, log_profile
 from .launcher import launch_tracked
 from .measure import measure
@@ -32,12 +31,12 @@ def train(config: TrainConfig, *, tracked: bool = True, environment: RunEnvironm
     `tracked=False` trains exactly as a non-main rank does: no run, nothing logged, no samplers.
     `environment`: the variables the run reads (read here when not given).
     """
-    environment = environment or read_environment()
+    environment = environment or read_run_environment()
     ranks = RankInfo.from_env()
     check_writable(config.output_dir)
     # self-launched ranks train under their launcher's hold; a sweep's cells under their sweep's (two sweeps
     # may share a folder: every cell writes only into its own run's subfolder)
-    owner = ranks.is_main and not was_self_launched() and not environment.sweep_cell
+    owner = ranks.is_main and not self_launched() and not environment.sweep_cell
     with holding(config.output_dir) if owner else contextlib.nullcontext():
         return _train(config, ranks, tracked, environment)
 
@@ -55,7 +54,7 @@ def _train(config: TrainConfig, ranks: RankInfo, tracked: bool, environment: Run
     # rank 0's run, or a NullRun: whatever escapes ends it, no run is left RUNNING
     with run_lifecycle(open_run(config, prepared, ranks, environment, tracked)) as run:
         prepared = prepared.in_run_folder(Path(config.output_dir) / (run.run_id or "run"))  # checkpoints go there
-        with observing(prepared, run.session, ranks) as observation:  # stopped as training ends
+        with observing(prepared, run.session, ranks, environment.system_metrics) as observation:  # stopped as it ends
             fitted = fit(config, prepared, run, ranks, environment.progress_seconds, observation.window)
         log_profile(fitted, Path(str(prepared.args.output_dir)), run.session)
         measured = measure(config, prepared, fitted, observation.observed(), ranks, run.session is not None)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..telemetry.loader_wait import BatchCount, TimedLoader
-from ..telemetry.trainer_meter import TrainerMeter
+from ..telemetry.steps.loader_wait import BatchCount, TimedLoader
+from ..telemetry.steps.trainer_meter import TrainerMeter
 
 
 class ResumingLoader:

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from ..launch.ranks import RankInfo
     from .observe import Observed
     from .prepare import Prepared
+    from .quality import QualityCallback
     from .result import Fitted
 
 import dataclasses
@@ -28,11 +29,10 @@ from ..contract import (
     TRAIN_LOSS_METRIC,
 )
 from ..launch.collectives import all_gather_objects
-from ..telemetry.phase_window import RankPhases, leave_out, slowest, window_figures
+from ..telemetry.steps.phase_window import RankPhases, leave_out, slowest, window_figures
 from .evaluate import evaluate
 from .findings import findings
 from .observe import gather_nodes
-from .quality import QualityCallback, target_outcome
 from .result import Measured
 
 log = logging.getLogger(__name__)
@@ -59,12 +59,14 @@ def measure(config: TrainConfig, prepared: Prepared, fitted: Fitted, observed: O
     found, tags = findings(config, prepared, metrics, observed)
     target = quality_of(config)
     if target is not None:
+        from .quality import target_outcome  # its module imports transformers: not at the flow's import
+
         tags.update(target_outcome(target, quality.all(), None)[1])
     return Measured({**metrics, **found}, tags, node_series, logged)
 
 
 def _figures(config: TrainConfig, prepared: Prepared, fitted: Fitted, ranks: RankInfo) -> dict[str, Any]:
-    from ..telemetry.throughput import combine_ranks
+    from ..telemetry.steps.throughput import combine_ranks
 
     args = prepared.args
     per_rank = all_gather_objects(fitted.throughput.result(args.per_device_train_batch_size
@@ -100,6 +102,8 @@ def _quality(config: TrainConfig, prepared: Prepared, quality: QualityCallback, 
         figures[EVALUATIONS_METRIC] = float(len(quality.all()))
     target = quality_of(config)
     if target is not None:
+        from .quality import target_outcome
+
         counted = [r for r in rows if r is not None]
         samples = quality.prior.samples + sum(counted) if len(counted) == len(rows) else None
         figures.update(target_outcome(target, quality.all(), samples)[0])

@@ -1,5 +1,5 @@
 """The observation of a run on every rank: the system monitors and the energy window while it trains
-(telemetry/host_monitors.py builds them), read once into Observed when it ends. What the observation adds at the
+(telemetry/system/host_monitors.py builds them), read once into Observed when it ends. What the observation adds at the
 end (FLOPs, TFLOP/s, MFU, energy, the advice line) is train/findings.py's, a pure function of Observed.
 
 Rank 0 monitors its node; where the job spans several nodes, each other node's first rank monitors its own
@@ -20,15 +20,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from ..contract import SYSTEM_PREFIX
+from ..environment import SystemMetricsSettings
 from ..launch.collectives import all_gather_objects
-from ..telemetry.host_monitors import energy_window, start_device_monitor, start_node_monitor
-from ..telemetry.monitor import SeriesNames, resume_step, sum_by_step
+from ..telemetry.system.host_monitors import Schedule, energy_window, start_device_monitor, start_node_monitor
+from ..telemetry.system.monitor import SeriesNames, resume_step, sum_by_step
 
 if TYPE_CHECKING:
     from ..launch.ranks import RankInfo
-    from ..telemetry.energy import EnergyWindow
-    from ..telemetry.monitor import SystemMonitor
-    from ..telemetry.step_timing import PhaseReport
+    from ..telemetry.steps.step_timing import PhaseReport
+    from ..telemetry.system.energy import EnergyWindow
+    from ..telemetry.system.monitor import SystemMonitor
     from ..tracking.metric_buffer import MetricBuffer
     from ..tracking.session import RunSession
     from .prepare import Prepared
@@ -76,9 +77,10 @@ class Observed:
 
 
 @contextlib.contextmanager
-def observing(prepared: Prepared, session: RunSession | None, ranks: RankInfo) -> Iterator[Observation]:
+def observing(prepared: Prepared, session: RunSession | None, ranks: RankInfo,
+              settings: SystemMetricsSettings) -> Iterator[Observation]:
     """The observation while its block trains; stopped however the block ends (`observed()` then reads it)."""
-    observation = Observation(prepared, session, ranks)
+    observation = Observation(prepared, session, ranks, settings)
     try:
         yield observation
     finally:
@@ -87,9 +89,11 @@ def observing(prepared: Prepared, session: RunSession | None, ranks: RankInfo) -
 
 class Observation:
     """Started before training on every rank (a collective: each learns its node's ranks); rank 0 and each other
-    node's first rank monitor their host. `stop` returns what was observed (and keeps it for `observed`)."""
+    node's first rank monitor their host, unless system metrics are off. `stop` returns what was observed (and
+    keeps it for `observed`)."""
 
-    def __init__(self, prepared: Prepared, session: RunSession | None, ranks: RankInfo) -> None:
+    def __init__(self, prepared: Prepared, session: RunSession | None, ranks: RankInfo,
+                 settings: SystemMetricsSettings) -> None:
         self.whole_job = ranks.whole_job_here
         self.monitor: SystemMonitor | None = None
         self.window: EnergyWindow | None = None
@@ -102,12 +106,16 @@ class Observation:
         if session is not None:
             names = SeriesNames() if self.whole_job else SeriesNames(ranks.node_rank)
             here = dataclasses.replace(prepared.device, count=ranks.devices_here(prepared.device.count))
-            self.monitor = start_device_monitor(session.buffer, prepared.adapter, here, pids, names, first)
+            if settings.enabled:
+                self.monitor = start_device_monitor(session.buffer, prepared.adapter, here, pids, names,
+                                                    Schedule(first, settings.interval_s))
             self.window = energy_window(self.monitor)
-        elif not self.whole_job and peers[0].run_id and ranks.rank == min(peer.rank for peer in mine):
+        elif (settings.enabled and not self.whole_job and peers[0].run_id
+              and ranks.rank == min(peer.rank for peer in mine)):
             self._node_sink = _node_sink(peers[0].run_id, ranks.node_rank)
             if self._node_sink:
-                self.monitor = start_node_monitor(self._node_sink[0], ranks.node_rank, pids, peers[0].first_step)
+                self.monitor = start_node_monitor(self._node_sink[0], ranks.node_rank, pids,
+                                                  Schedule(peers[0].first_step, settings.interval_s))
         self.node = ranks.node_rank
         self._observed: Observed | None = None
 

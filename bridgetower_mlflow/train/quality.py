@@ -34,7 +34,8 @@ from .checkpoints import PREFIX
 
 if TYPE_CHECKING:
     from ..target import Target
-    from ..telemetry.trainer_meter import TrainerMeter
+    from ..telemetry.sinks import MetricSink
+    from ..telemetry.steps.trainer_meter import TrainerMeter
 
 log = logging.getLogger(__name__)
 STATE_FILE = "bridgetower-quality.json"  # in each checkpoint: the clock and the evaluations so far
@@ -68,7 +69,7 @@ class QualityCallback(TrainerCallback):
     """Evaluations on the clock; stops at the first that reaches `target` when `stop`; forces one at the last step
     when `final` (so the run's last evaluation is one of them, on the clock)."""
 
-    def __init__(self, sink: Any, meter: TrainerMeter, target: Target | None, stop: bool, final: bool) -> None:
+    def __init__(self, sink: MetricSink, meter: TrainerMeter, target: Target | None, stop: bool, final: bool) -> None:
         self.sink, self.meter, self.target, self.stop, self.final = sink, meter, target, stop, final
         self.world = 1
         self.prior = Prior()

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..telemetry.throughput import ThroughputCallback
+    from ..telemetry.steps.throughput import ThroughputCallback
     from .observe import Sample
 
 

@@ -24,13 +24,13 @@ from ..contract import (
     WAIT_METRIC,
     input_bound_label,
 )
+from ..environment import DEFAULT_FLUSH_TIMEOUT_S, RunEnvironment
 from ..errors import ConfigError, DiskFull
 from ..launch.collectives import barrier, broadcast_from_main
 from ..launch.signals import Stopped
 from ..redact import first_line
-from ..tracking.null_sink import NullSink
+from ..telemetry.sinks import NullSink
 from .checkpoint_upload import settle_uploads
-from .environment import DEFAULT_FLUSH_TIMEOUT_S, RunEnvironment
 from .observe import system_series
 from .output_folder import writes_into
 from .record import describe, run_name, start_tags, train_params

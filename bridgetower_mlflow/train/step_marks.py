@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from ..accelerators.base import BACKWARD_END, FORWARD_END, INPUT_END, INPUT_START
 
 if TYPE_CHECKING:
-    from ..telemetry.step_timing import StepTimingCallback
-    from ..telemetry.trainer_meter import TrainerMeter
+    from ..telemetry.steps.step_timing import StepTimingCallback
+    from ..telemetry.steps.trainer_meter import TrainerMeter
 
 
 def with_step_marks(base: type[Any]) -> type[Any]:

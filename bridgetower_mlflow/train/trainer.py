@@ -6,23 +6,22 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..data.cpu_images import normalize_batch
-from ..telemetry.loader_wait import TimedLoader
-from ..telemetry.trainer_meter import TrainerMeter
+from ..telemetry.steps.loader_wait import TimedLoader
+from ..telemetry.steps.trainer_meter import TrainerMeter
 from .loaders import ResumingLoader
-from .quality import QualityCallback
 from .step_marks import with_step_marks, with_timed_pauses
 
 if TYPE_CHECKING:
     from ..accelerators.base import DeviceLoader, PhaseTiming
     from ..config import TrainConfig
     from ..data.cpu_images import ImageSpec
-    from ..telemetry.energy import EnergyWindow
-    from ..telemetry.profiler_window import ProfilerWindow
-    from ..telemetry.step_timing import StepTimingCallback
-    from ..telemetry.throughput import ThroughputCallback
-    from ..tracking.metric_buffer import MetricBuffer
-    from ..tracking.null_sink import NullSink
+    from ..telemetry.sinks import MetricSink
+    from ..telemetry.steps.profiler_window import ProfilerWindow
+    from ..telemetry.steps.step_timing import StepTimingCallback
+    from ..telemetry.steps.throughput import ThroughputCallback
+    from ..telemetry.system.energy import EnergyWindow
     from .prepare import Prepared
+    from .quality import QualityCallback
 
 log = logging.getLogger(__name__)
 
@@ -84,17 +83,18 @@ def build_trainer_class(base: type[Any]) -> type[Any]:
     return with_step_marks(with_timed_pauses(BridgeTowerTrainer))  # the input hook's marks hold the normalize
 
 
-def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricBuffer | NullSink,
+def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricSink,
                   progress_s: float = 10.0, energy: EnergyWindow | None = None) -> tuple[Any, ThroughputCallback]:
-    """(trainer, throughput callback) for `prepared`; metrics go to `sink` (a MetricBuffer or NullSink). The
+    """(trainer, throughput callback) for `prepared`; metrics go to `sink`. The
     trainer's `quality` is its evaluations on the time-to-quality clock."""
     from ..config import quality_of
     from ..data.collate import collate_batch
-    from ..telemetry.progress import ProgressPrinter
-    from ..telemetry.step_timing import StepTimingCallback
-    from ..telemetry.throughput import ThroughputCallback
+    from ..telemetry.steps.progress import ProgressPrinter
+    from ..telemetry.steps.step_timing import StepTimingCallback
+    from ..telemetry.steps.throughput import ThroughputCallback
     from .checkpoint_callbacks import checkpoint_callbacks
     from .evaluate import keep_embeddings, retrieval_metrics_fn
+    from .quality import QualityCallback  # imports transformers: not before train exports the stack's mode
 
     cls = build_trainer_class(prepared.recipe.trainer_class)
     args = prepared.args
@@ -135,7 +135,7 @@ def _phase_timing(prepared: Prepared) -> PhaseTiming | None:
 def _profile(config: TrainConfig, prepared: Prepared) -> ProfilerWindow | tuple[int, int] | None:
     """The profiler window on the first rank; the steps it takes, which every rank keeps out of its window."""
     from ..config import profile_window
-    from ..telemetry.profiler_window import ProfilerWindow
+    from ..telemetry.steps.profiler_window import ProfilerWindow
 
     window = profile_window(config)
     if window is None or prepared.args.process_index != 0:
@@ -148,7 +148,7 @@ def _console_without_trainer_speeds(trainer: Any) -> None:
     the console's samples/s is the project's (the progress line, the summary), one rule on every accelerator."""
     from transformers import PrinterCallback, ProgressCallback
 
-    from ..telemetry.progress import without_speed_figures
+    from ..telemetry.steps.progress import without_speed_figures
 
     for printer in (PrinterCallback, ProgressCallback):
         found = trainer.pop_callback(printer)
@@ -156,7 +156,7 @@ def _console_without_trainer_speeds(trainer: Any) -> None:
             trainer.add_callback(without_speed_figures(type(found))())
 
 
-def _persist_on_save(sink: MetricBuffer | NullSink) -> Any:
+def _persist_on_save(sink: MetricSink) -> Any:
     """A checkpoint is a durable point: what was logged up to it is on disk before training goes on."""
     from transformers import TrainerCallback
 

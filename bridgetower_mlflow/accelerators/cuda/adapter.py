@@ -81,7 +81,7 @@ class CudaAccelerator(Accelerator):
     def device_samplers(self, device: DeviceInfo) -> list:
         if not module_present("pynvml"):
             return []
-        from ...telemetry.samplers.nvml import NvmlSampler
+        from ...samplers.nvml import NvmlSampler
 
         try:
             return [NvmlSampler(device.count)]

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 from pathlib import Path
 
 from ...contract import EXECUTION_MODE_TAG, MEDIAPIPE_LOADER
+from ...environment import HPU_LAZY_MODE_ENV, hpu_lazy_mode
 from ...errors import ConfigError, DeviceDecodeUnavailable
 from ..base import (
     FORWARD_END,
@@ -40,7 +40,7 @@ from .arguments import (
     physical_core_layout,
 )
 from .detect import installed_gaudi_path
-from .execution import LAZY, MODE_ENV, compile_kwargs, loaded_mode, mark_step_callback, wanted_mode
+from .execution import LAZY, compile_kwargs, loaded_mode, mark_step_callback, wanted_mode
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class GaudiAccelerator(Accelerator):
 
     def stack_environment(self, hf_args: tuple = ()) -> dict[str, str]:
         optimum = installed_gaudi_path() == OPTIMUM_PATH
-        return {MODE_ENV: "1" if wanted_mode(optimum, hf_args) == LAZY else "0"}
+        return {HPU_LAZY_MODE_ENV: "1" if wanted_mode(optimum, hf_args) == LAZY else "0"}
 
     def detect(self, devices_here: int, world_size: int, launcher: bool = False) -> DeviceInfo:
         from .detect import gaudi_label, probe_gaudi
@@ -146,7 +146,8 @@ class GaudiAccelerator(Accelerator):
 
     def launch_command(self, device: DeviceInfo, module_argv: list[str]) -> list[str]:
         cores, per_socket = physical_core_layout()
-        env = {MODE_ENV: os.environ[MODE_ENV]} if MODE_ENV in os.environ else {}  # every rank loads the same mode
+        mode = hpu_lazy_mode()
+        env = {HPU_LAZY_MODE_ENV: mode} if mode is not None else {}  # every rank loads the same mode
         return mpirun_command(device.count, module_argv, physical_cores=cores, cores_per_socket=per_socket, env=env)
 
     def peak_memory_gb(self) -> float | None:
@@ -163,8 +164,8 @@ class GaudiAccelerator(Accelerator):
         return build_media_pipe_loader(request)
 
     def device_samplers(self, device: DeviceInfo) -> list:
-        from ...telemetry.samplers.hl_smi import HlSmiSampler
-        from ...telemetry.samplers.hlml import HlmlSampler
+        from ...samplers.hl_smi import HlSmiSampler
+        from ...samplers.hlml import HlmlSampler
 
         reasons = []
         for sampler_class in (HlmlSampler, HlSmiSampler):

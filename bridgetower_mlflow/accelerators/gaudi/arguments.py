@@ -11,10 +11,10 @@ import subprocess
 import sys
 
 from ...contract import STOP_GRACE_SECONDS
+from ...environment import GAUDI_PATH_ENV
 from ...errors import AcceleratorUnavailable, ConfigError
 
 OPTIMUM_PATH, NATIVE_PATH = "optimum-habana", "native"
-PATH_ENV = "BRIDGETOWER_GAUDI_PATH"  # force native on a stack that has optimum-habana installed
 DEFAULT_GAUDI_CONFIG_NAME = "Habana/clip"
 # Habana/clip gaudi_config.json at 19df4dc9, for machines that cannot reach the Hub
 HABANA_CLIP_CONFIG = {"use_fused_adam": True, "use_fused_clip_norm": True, "use_torch_autocast": True}
@@ -25,10 +25,10 @@ def choose_gaudi_path(optimum_version: str | None, transformers_requirement: str
     """optimum-habana when installed and compatible with transformers, else native."""
     if override:
         if override not in (OPTIMUM_PATH, NATIVE_PATH):
-            raise ConfigError(PATH_ENV, override, f"allowed: {OPTIMUM_PATH}, {NATIVE_PATH}")
+            raise ConfigError(GAUDI_PATH_ENV, override, f"allowed: {OPTIMUM_PATH}, {NATIVE_PATH}")
         if override == OPTIMUM_PATH and optimum_version is None:
-            raise AcceleratorUnavailable(f"{PATH_ENV}: {OPTIMUM_PATH} requested but optimum-habana is not installed; "
-                                         "allowed: install the gaudi extra, or native")
+            raise AcceleratorUnavailable(f"{GAUDI_PATH_ENV}: {OPTIMUM_PATH} requested but optimum-habana is not "
+                                         "installed; allowed: install the gaudi extra, or native")
         if override == NATIVE_PATH:
             return NATIVE_PATH
     if optimum_version is None:
@@ -40,7 +40,7 @@ def choose_gaudi_path(optimum_version: str | None, transformers_requirement: str
             raise AcceleratorUnavailable(
                 f"transformers: {transformers_version} is installed but optimum-habana {optimum_version} needs "
                 f"transformers{transformers_requirement}; allowed: install the gaudi extra "
-                f"(pip install '.[gaudi]'), or uninstall optimum-habana / set {PATH_ENV}=native"
+                f"(pip install '.[gaudi]'), or uninstall optimum-habana / set {GAUDI_PATH_ENV}=native"
             )
     return OPTIMUM_PATH
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
 
+from ...environment import device_nodes_folder, gaudi_path_override
 from ...errors import AcceleratorUnavailable
 from ..installed import HABANA_TORCH, module_present, package_version
 from ..request_checks import allowed_here
-from .arguments import PATH_ENV, choose_gaudi_path
+from .arguments import choose_gaudi_path
 
-DEV_DIR_ENV = "BRIDGETOWER_DEV_DIR"  # where Gaudi device nodes are looked for (default /dev; tests fake them)
 # Board names as HLML/hl-smi print them (HL-225 = Gaudi2; HL-325/328/338 = Gaudi3 OAM/PCIe/UBB)
 HL_BOARD = re.compile(r"hl-?(\d)(\d)\d")
 
@@ -40,12 +38,12 @@ def installed_gaudi_path() -> str:
         if parsed.name == "transformers" and (parsed.marker is None or parsed.marker.evaluate()):
             requirement = str(parsed.specifier) or None
     return choose_gaudi_path(optimum_version, requirement, package_version("transformers") or "0",
-                             os.environ.get(PATH_ENV, "").strip() or None)
+                             gaudi_path_override())
 
 
 def gaudi_hardware_signs() -> str:
     """What says Gaudi hardware is on this host without Habana's PyTorch: hl-smi, device nodes ('' if none)."""
-    dev = Path(os.environ.get(DEV_DIR_ENV) or "/dev")
+    dev = device_nodes_folder()
     signs = sorted(str(p) for pattern in ("accel*", "hl[0-9]*") for p in dev.glob(pattern))
     if shutil.which("hl-smi"):
         signs.insert(0, "hl-smi")
@@ -106,7 +104,7 @@ def _probe_hlml() -> GaudiProbe | None:
         return None
     import pyhlml
 
-    from ..job_devices import job_hlml_handles
+    from ...samplers.job_devices import job_hlml_handles
 
     pyhlml.hlmlInit()
     try:
@@ -125,7 +123,7 @@ def _probe_hlml() -> GaudiProbe | None:
 def _probe_hl_smi() -> GaudiProbe | None:
     if shutil.which("hl-smi") is None:
         return None
-    from ...telemetry.samplers.hl_smi import run_hl_smi
+    from ...samplers.hl_smi import run_hl_smi
 
     rows = [[p.strip() for p in line.split(",")] for line in run_hl_smi("name,memory.total,driver_version").splitlines()
             if line.strip()]

@@ -9,7 +9,6 @@ Habana's default recipe, or lazily with mark_step after backward and after the o
 from __future__ import annotations
 
 LAZY, EAGER = "lazy", "eager"
-MODE_ENV = "PT_HPU_LAZY_MODE"
 FALSE_WORDS = ("0", "false", "no", "off")
 
 

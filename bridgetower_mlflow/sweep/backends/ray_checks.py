@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import socket
 from urllib.parse import urlparse
 
 from ...contract import CPU_FAMILY, CUDA_FAMILY, GAUDI_FAMILY
+from ...environment import ray_address
 from ...errors import ConfigError
 
 HOST_RESOURCE = "bridgetower_host"  # optional, one per node (`ray start --resources`): a cell holds its node alone
@@ -39,7 +39,7 @@ def parse_ray_address(text: str) -> tuple[str, tuple[str, int] | None]:
     """(what ray.init gets, (host, port) to probe first, or None where Ray finds the cluster itself)."""
     value = str(text or "").strip() or "auto"
     if value == "auto":
-        value = os.environ.get("RAY_ADDRESS", "").strip() or "auto"  # what ray.init("auto") would use
+        value = ray_address() or "auto"  # what ray.init("auto") would use
         if value == "auto":
             return value, None
     rest = value[len("ray://"):] if value.startswith("ray://") else value

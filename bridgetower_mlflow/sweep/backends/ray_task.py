@@ -3,7 +3,6 @@ version of the project still gets as far as saying so."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import tempfile
@@ -11,7 +10,8 @@ from dataclasses import asdict
 from importlib import metadata
 
 from ...contract import HOST_NAME_TAG, RAY_NODE_ID_TAG
-from ..child import TRAIN_CMD_ENV, SweepContext, run_child
+from ...environment import THREADS_ENV, for_child_process, torch_threads, train_command_override
+from ..child import SweepContext, run_child
 from ..grid import SweepCell
 
 PROJECT = "bridgetower-mlflow"
@@ -38,18 +38,18 @@ def cell_job(context: SweepContext, cell: SweepCell, version: str | None) -> dic
     return {
         "cell": asdict(cell), "version": version, "tracking_uri": context.tracking_uri,
         "experiment_id": context.experiment_id, "parent_run_id": context.parent_run_id,
-        "passthrough": with_checkpoint_upload(context.passthrough), "train_cmd": os.environ.get(TRAIN_CMD_ENV, ""),
-        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "passthrough": with_checkpoint_upload(context.passthrough), "train_cmd": train_command_override(),
+        "omp_num_threads": torch_threads(),
     }
 
 
 def _train_env(job: dict) -> dict:
-    env = dict(os.environ)
+    env = for_child_process()
     # Ray sets OMP_NUM_THREADS=1 in workers that reserve no CPU; train gets the driver's setting instead,
     # as a local sweep's train would.
-    env.pop("OMP_NUM_THREADS", None)
+    env.pop(THREADS_ENV, None)
     if job.get("omp_num_threads"):
-        env["OMP_NUM_THREADS"] = job["omp_num_threads"]
+        env[THREADS_ENV] = job["omp_num_threads"]
     return env
 
 

@@ -23,6 +23,7 @@ class RecordingSink:
 def observe(monkeypatch, adapter, device, ranks, during=None, samples: int = 3):
     """(series logged, metrics, tags) of an Observation that saw `samples` samples; `during()` runs inside
     the energy window (to move the counters)."""
+    from bridgetower_mlflow.environment import system_metrics_settings
     from bridgetower_mlflow.train import observe as observe_module
     from bridgetower_mlflow.train.findings import findings
 
@@ -33,7 +34,8 @@ def observe(monkeypatch, adapter, device, ranks, during=None, samples: int = 3):
     prepared = SimpleNamespace(adapter=adapter, device=device, device_loader=None, loaded=None,
                                recipe=SimpleNamespace(precision="bf16"),
                                args=SimpleNamespace(dataloader_persistent_workers=False))
-    observation = observe_module.Observation(prepared, SimpleNamespace(buffer=sink, last_steps={}), ranks)
+    observation = observe_module.Observation(prepared, SimpleNamespace(buffer=sink, last_steps={}), ranks,
+                                             system_metrics_settings())  # read as train's entry reads it
     observation.window.start()
     if during:
         during()

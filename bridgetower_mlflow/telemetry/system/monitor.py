@@ -17,10 +17,14 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..contract import MONITOR_LATE_SAMPLES, MONITOR_MAX_GAP, SYSTEM_PREFIX
-from .samplers.protocol import Sampler
+from ...contract import MONITOR_LATE_SAMPLES, MONITOR_MAX_GAP, SYSTEM_PREFIX
+from ...samplers.protocol import Sampler
 from .thread_names import name_this_thread
+
+if TYPE_CHECKING:
+    from ..sinks import MetricSink
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +106,7 @@ class Lateness:
 class SystemMonitor:
     """Every `interval` s: {system/<name>: value} from every sampler, one step per sample."""
 
-    def __init__(self, sink, samplers: Iterable[Sampler], interval: float = 2.0,
+    def __init__(self, sink: MetricSink, samplers: Iterable[Sampler], interval: float = 2.0,
                  last_steps: Mapping[str, int] | None = None, names: SeriesNames | None = None,
                  first_step: int | None = None):
         self.sink, self.samplers, self.interval = sink, list(samplers), interval

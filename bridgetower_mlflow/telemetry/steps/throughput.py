@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from transformers import TrainerCallback
 
-from ..contract import (
+from ...contract import (
     LOGGED_TRAINER_KEYS,
     MEASURED_SAMPLES_METRIC,
     MEASURED_STEPS_METRIC,
@@ -29,7 +29,8 @@ from ..contract import (
 )
 
 if TYPE_CHECKING:
-    from .energy import EnergyWindow
+    from ..sinks import MetricSink
+    from ..system.energy import EnergyWindow
     from .trainer_meter import TrainerMeter
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ class ThroughputCallback(TrainerCallback):
     Trainer's own calls, timed by the Trainer (through `meter`); saves stay in (they are training's cost).
     """
 
-    def __init__(self, sink, meter: TrainerMeter | None, samples_per_step: int, warmup_steps: int,
+    def __init__(self, sink: MetricSink, meter: TrainerMeter | None, samples_per_step: int, warmup_steps: int,
                  logging_steps: int, window: EnergyWindow | None = None):
         self.sink = sink
         self.meter = meter  # the train loader's figures once the Trainer has built it, its evaluations and saves

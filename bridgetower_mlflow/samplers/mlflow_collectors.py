@@ -72,7 +72,7 @@ def _gpu_collector(job_gpus: int) -> MlflowCollector | None:
     try:
         from mlflow.system_metrics.metrics.gpu_monitor import GPUMonitor
 
-        from ...accelerators.job_devices import job_gpu_handles
+        from .job_devices import job_gpu_handles
 
         monitor = GPUMonitor()  # raises ImportError without pynvml, RuntimeError when nvmlInit fails
         return JobGpuCollector(monitor, job_gpu_handles(job_gpus))

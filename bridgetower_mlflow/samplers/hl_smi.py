@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from ...accelerators.job_devices import job_modules
 from .hpu_readings import MB, HpuReading, hpu_metrics
+from .job_devices import job_modules
 
 HL_SMI_FIELDS = "index,module_id,utilization.aip,memory.used,memory.total,power.draw"
 MIB = 2**20  # hl-smi reports memory in MiB

@@ -12,16 +12,10 @@ pyhlml) is passed in, already initialized.
 from __future__ import annotations
 
 import logging
-import os
+
+from ..environment import cuda_pci_order, cuda_visible_devices, habana_visible_modules
 
 log = logging.getLogger(__name__)
-CUDA_VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
-HABANA_VISIBLE_ENV = "HABANA_VISIBLE_MODULES"
-
-
-def visible_entries(name: str) -> list[str]:
-    """The comma-separated entries of a visibility variable ([] when unset or empty)."""
-    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
 
 
 def _uuid_handle(nvml, uuid: str):
@@ -47,7 +41,7 @@ def _cuda_uuids(count: int) -> list[str]:
 
 
 def _environment_handles(nvml, count: int) -> list:
-    visible = visible_entries(CUDA_VISIBLE_ENV)
+    visible = cuda_visible_devices()
     total = nvml.nvmlDeviceGetCount()
     handles = []
     for entry in visible or [str(i) for i in range(min(count, total))]:
@@ -58,7 +52,7 @@ def _environment_handles(nvml, count: int) -> list:
         if handle is None:
             break  # CUDA sees only the devices listed before an invalid entry
         handles.append(handle)
-    if any(p.isdigit() for p in visible) and os.environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+    if any(p.isdigit() for p in visible) and not cuda_pci_order():
         log.warning("GPU telemetry: CUDA_VISIBLE_DEVICES ordinals read as NVML (PCI) indices; "
                     "set CUDA_DEVICE_ORDER=PCI_BUS_ID so both orders agree")
     return handles
@@ -90,7 +84,7 @@ def job_gpu_handles(count: int) -> list[tuple[int, object]]:
 def job_modules(items: list, module_id, count: int | None = None) -> list:
     """The job's first `count` (None: all) of `items`, one per device in index order: HABANA_VISIBLE_MODULES's
     devices in its order, found by `module_id(item)`; every device when the variable is unset."""
-    modules = [int(m) for m in visible_entries(HABANA_VISIBLE_ENV) if m.isdigit()]
+    modules = [int(m) for m in habana_visible_modules() if m.isdigit()]
     if modules:
         by_module = {module_id(item): item for item in items}
         items = [by_module[m] for m in modules if m in by_module]

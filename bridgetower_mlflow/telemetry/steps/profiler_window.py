@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..contract import PROFILE_STEP_LABEL, PROFILE_TOP_OPS, PROFILE_TRACE_FILE
+from ...contract import PROFILE_STEP_LABEL, PROFILE_TOP_OPS, PROFILE_TRACE_FILE
 
 log = logging.getLogger(__name__)
 

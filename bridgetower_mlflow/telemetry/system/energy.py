@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .samplers.protocol import EnergyCounter
+    from ...samplers.protocol import EnergyCounter
 
 log = logging.getLogger(__name__)
 

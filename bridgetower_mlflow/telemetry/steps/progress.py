@@ -12,8 +12,6 @@ import time
 
 from transformers import TrainerCallback
 
-from .progress_settings import DEFAULT_PROGRESS_SECONDS, PROGRESS_SECONDS_ENV, progress_seconds  # noqa: F401
-
 # what transformers' speed_metrics adds (train_/eval_ + these): the Trainer's rates, not the project's
 SPEED_SUFFIXES = ("_samples_per_second", "_steps_per_second", "_tokens_per_second")
 
@@ -50,7 +48,7 @@ class ProgressPrinter(TrainerCallback):
     """
 
     def __init__(self, throughput, interval: float):
-        self.throughput = throughput  # telemetry.throughput.ThroughputCallback
+        self.throughput = throughput  # steps.throughput.ThroughputCallback
         self.interval = interval
         self._last: tuple[float, float] | None = None  # (time, loader wait) at the previous line
         self._printed = False

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..contract import (
+from ...contract import (
     phase_fraction_metric,
     phase_seconds_metric,
     step_phase_fraction_metric,

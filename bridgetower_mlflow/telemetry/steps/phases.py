@@ -13,8 +13,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..accelerators.base import BACKWARD_END, FORWARD_END, GRADS_READY, INPUT_END, INPUT_START, STEP_END
-from ..contract import (
+from ...accelerators.base import BACKWARD_END, FORWARD_END, GRADS_READY, INPUT_END, INPUT_START, STEP_END
+from ...contract import (
     PHASE_ALL_REDUCE,
     PHASE_BACKWARD,
     PHASE_DATA_WAIT,
@@ -26,7 +26,7 @@ from ..contract import (
 )
 
 if TYPE_CHECKING:
-    from ..accelerators.base import PhaseTiming
+    from ...accelerators.base import PhaseTiming
 
 # the points of a micro-batch, in order, each closing the phase named beside it (step_end closes the step)
 

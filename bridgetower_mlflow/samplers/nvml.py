@@ -6,7 +6,7 @@ index as the project's MLflow GPU metrics are. Every NVML call fails on its own 
 
 from __future__ import annotations
 
-from ...accelerators.job_devices import job_nvml_handles
+from .job_devices import job_nvml_handles
 from .vendor_library import VendorLibrarySampler
 
 

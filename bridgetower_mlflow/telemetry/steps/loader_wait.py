@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import DataError
+from ...errors import DataError
 
 
 def rows_in(batch: Any) -> int:

@@ -7,7 +7,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from ..contract import (
+from ...contract import (
     EPOCH_START_EXTRA_FRACTION_METRIC,
     EPOCH_START_EXTRA_SECONDS_METRIC,
     EPOCH_START_STEPS_METRIC,

@@ -4,8 +4,8 @@ HABANA_VISIBLE_MODULES (module ids), named by HLML index."""
 
 from __future__ import annotations
 
-from ...accelerators.job_devices import job_hlml_handles
 from .hpu_readings import MB, HpuReading, hpu_metrics
+from .job_devices import job_hlml_handles
 from .vendor_library import VendorLibrarySampler
 
 

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .phase_window import LeftOut, PhaseWindow, RankPhases, interval_figures
 from .phases import GRADS_READY, PhaseRecorder, StepPhases
 from .profiler_window import ProfilerWindow
 
 if TYPE_CHECKING:
-    from ..accelerators.base import PhaseTiming
+    from ...accelerators.base import PhaseTiming
+    from ..sinks import MetricSink
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class StepTimingCallback(TrainerCallback):
     """Phases of every step on `timing`'s clock (None: none), the window's, and the profiler window `profile`
     (a ProfilerWindow on the rank that profiles, else the (first, last) steps every rank keeps out)."""
 
-    def __init__(self, sink: Any, timing: PhaseTiming | None, wait_seconds: Callable[[], float],
+    def __init__(self, sink: MetricSink, timing: PhaseTiming | None, wait_seconds: Callable[[], float],
                  warmup_steps: int, logging_steps: int, profile: ProfilerWindow | tuple[int, int] | None = None):
         self.sink, self.timing, self.wait_seconds = sink, timing, wait_seconds
         self.recorder, self.error = _recorder(timing)
@@ -62,7 +63,7 @@ class StepTimingCallback(TrainerCallback):
         self._samples += samples
 
     def mark(self, point: str) -> None:
-        """The trainer reached `point` of the step (telemetry.phases.POINTS)."""
+        """The trainer reached `point` of the step (phases.POINTS)."""
         if self.recorder is not None:
             self.recorder.mark(point)
 
