@@ -1,21 +1,22 @@
-"""TrainConfig as a declared schema: each field has its default, its parser and its help.
+"""TrainConfig as a declared schema: each field has its default, its parser and its help. Stdlib only.
 
 The CLI options, the MLflow params, the rank command line and MLproject's `train` parameters all
-come from these fields. Imports nothing heavy: arguments are checked before torch or mlflow load.
+come from these fields, and a sweep reads its cells' train options back with them. Imports nothing heavy:
+arguments are checked before torch or mlflow load.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .contract import ACCELERATOR_KINDS, FALSE_WORDS, REGISTER_CHECKPOINTS, TRUE_WORDS
 from .errors import ConfigError
 from .flag_owners import flag_owners, refuse_owned_flags
-from .profile_steps import check_profile_window, step_range, step_window
 from .shell_words import shell_words
 from .target import Target, parse_target, quality_target
 from .text_fields import DATASET_CONFIG, EXPERIMENT_NAME, RUN_NAME, column, folder, register_name, run_id, source
@@ -29,6 +30,7 @@ IMAGE_BACKENDS = ("fast", "study")
 INT64_MAX = 2**63 - 1  # torch's and numpy's integers: the largest whole number the code behind any field takes
 SEED_MAX = 2**32 - 1  # numpy's RandomState seeds (transformers' set_seed seeds it with the run's seed)
 MAX_SEQ_LENGTH = 512  # BridgeTower's text tower has 514 positions (2 taken by RoBERTa's offset)
+ALIASES = ("mediapipe_dataloader",)  # train options that are no field of their own
 
 
 def parse_bool(field_name: str, value: Any) -> bool:
@@ -99,6 +101,18 @@ def steps_or_epochs(name: str, value: Any) -> int:
     if steps == 0 or steps < -1:
         raise ConfigError(name, value, "allowed: a whole number >= 1, or -1 to train by epochs")
     return steps
+
+
+def step_range(name: str, value: Any) -> str:
+    """profile_steps, `A-B`: the first and last global step of a window (1 <= A <= B), normalized; empty for none."""
+    text = str(value).strip()
+    if not text:
+        return ""
+    found = re.fullmatch(r"(\d+)\s*-\s*(\d+)", text)
+    if not found or not 1 <= int(found.group(1)) <= int(found.group(2)):
+        raise ConfigError(name, value, "allowed: A-B, the first and last global step to profile (1 <= A <= B), "
+                                       "or empty for no profile")
+    return f"{int(found.group(1))}-{int(found.group(2))}"
 
 
 def training_flags(name: str, value: Any) -> tuple[str, ...]:
@@ -238,6 +252,30 @@ def profile_window(config: TrainConfig) -> tuple[int, int] | None:
     return step_window(config.profile_steps)
 
 
+def step_window(text: str) -> tuple[int, int] | None:
+    """(first, last) of a parsed `A-B`; None for empty."""
+    if not text:
+        return None
+    first, last = text.split("-")
+    return int(first), int(last)
+
+
+def check_profile_window(text: str, warmup: int, max_steps: int) -> None:
+    """The window lies after the warmup, within max_steps (when set), and leaves a measured step outside it."""
+    window = step_window(text)
+    if window is None:
+        return
+    first, last = window
+    if first <= warmup:
+        raise ConfigError("profile_steps", text, f"allowed: steps after the {warmup} warmup steps (A > {warmup}): "
+                                                 "the warmup is not the steady state a profile should show")
+    if max_steps > 0 and last > max_steps:
+        raise ConfigError("profile_steps", text, f"allowed: steps within max_steps ({max_steps})")
+    if max_steps > 0 and max_steps - warmup - (last - first + 1) < 1:
+        raise ConfigError("profile_steps", text, "allowed: a window that leaves at least one measured step "
+                                                 "(profiled steps are kept out of train_samples_per_second)")
+
+
 def to_cli_args(config: TrainConfig) -> list[str]:
     """The `train` command line that rebuilds `config` (used to start the ranks of a multi-device run)."""
     argv = []
@@ -246,3 +284,26 @@ def to_cli_args(config: TrainConfig) -> list[str]:
             value = "true" if value else "false"
         argv += [f"--{key.replace('_', '-')}", str(value)]
     return argv
+
+
+def train_fields(argv: Sequence[str]) -> dict[str, str]:
+    """`--max-steps 5 --hf_args=--x` -> {'max_steps': '5', 'hf_args': '--x'}: the options train would read (the last
+    of a repeated one wins); words that are no train option are left to train."""
+    names = {spec.name for spec in SCHEMA} | set(ALIASES)
+    fields: dict[str, str] = {}
+    words = iter(argv)
+    for word in words:
+        name, equals, value = word.removeprefix("--").partition("=")
+        name = name.replace("-", "_")
+        if not word.startswith("--") or name not in names:
+            continue
+        given = value if equals else next(words, None)
+        if given is not None:
+            fields[name] = given
+    return fields
+
+
+def check_train_args(argv: Sequence[str]) -> None:
+    """ConfigError, naming the field, for the first train option in `argv` that train would refuse: a sweep checks
+    its cells' pass-through options before any cell starts (one bad value would fail every cell, each in its run)."""
+    build_train_config(**train_fields(argv))

@@ -130,8 +130,7 @@ def _no_hole(series, key, down, up):
 
 
 def _spilled_steps(spill, key):
-    from bridgetower_mlflow.tracking.records import MetricRecord
-    from bridgetower_mlflow.tracking.spill_format import from_line
+    from bridgetower_mlflow.tracking.records import MetricRecord, from_line
 
     if not spill.exists():
         return []
@@ -304,8 +303,7 @@ def test_resume_with_a_different_learning_rate_is_refused(cache_dir, sqlite_uri,
 def test_outage_under_the_product_defaults_with_another_stores_leftovers(cache_dir, tmp_path, monkeypatch):
     """As users run it: MLflow's and the product's default timeouts, no hold file, and a spill folder shared
     with another store (its leftovers must neither break this run nor be lost)."""
-    from bridgetower_mlflow.tracking.records import MetricRecord, StatusRecord
-    from bridgetower_mlflow.tracking.spill_format import to_line
+    from bridgetower_mlflow.tracking.records import MetricRecord, StatusRecord, to_line
 
     other_uri = f"sqlite:///{tmp_path / 'other.db'}"
     other = MlflowClient(other_uri)

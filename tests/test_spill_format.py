@@ -3,9 +3,8 @@ from what they wrote) are still read and uploaded, and today's writer writes the
 
 from mlflow.tracking import MlflowClient
 
-from bridgetower_mlflow.tracking.records import MetricRecord, StatusRecord, TagsRecord
+from bridgetower_mlflow.tracking.records import MetricRecord, StatusRecord, TagsRecord, from_line, to_line
 from bridgetower_mlflow.tracking.spill import upload_spill
-from bridgetower_mlflow.tracking.spill_format import from_line, to_line
 
 # what the string-tagged-tuple version wrote for a metric, a set of tags and the end status
 METRIC_LINE = '{"run_id": "RUN", "key": "loss", "value": 0.5, "timestamp": 1700000000000, "step": 1}\n'

@@ -16,8 +16,7 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
-from bridgetower_mlflow.tracking.records import MetricRecord
-from bridgetower_mlflow.tracking.spill_format import from_line, to_line
+from bridgetower_mlflow.tracking.records import MetricRecord, from_line, to_line
 
 from conftest import BIN, MlflowServer, run_cli
 

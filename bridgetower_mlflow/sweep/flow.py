@@ -6,6 +6,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import check_train_args
 from ..contract import NOTE_LIMIT, RUN_KIND_SWEEP, RUN_KIND_TAG, RUN_NAME_TAG
 from ..disk_space import writing
 from ..environment import experiment_from_environment, project_run_id
@@ -14,7 +15,6 @@ from ..launch.signals import stop_signals_raise
 from ..redact import first_line
 from ..tracking.runs import FAILED, FINISHED, KILLED, create_run, settle_run
 from ..tracking.store_init import ready_store
-from ..train_args import check_train_args
 from .backends.local import LocalBackend
 from .child import ChildResult, SweepContext, print_failure, progress_line, start_line
 from .grid import (

@@ -25,10 +25,9 @@ from ..contract import METRICS_PER_BATCH
 from ..disk_space import disk_errno, full_line
 from ..redact import first_line
 from ..telemetry.system.thread_names import name_this_thread
-from .records import MetricRecord, Record, StatusRecord, TagsRecord, send_records
+from .records import MetricRecord, Record, StatusRecord, TagsRecord, send_records, to_line
 from .spill import append_whole
 from .spill_cursor import SpillCursor
-from .spill_format import to_line
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,7 @@ from typing import TextIO
 
 from ..errors import TrackingError
 from ..redact import first_line
-from .records import Record, send_records
-from .spill_format import parse_lines, to_line
+from .records import Record, parse_lines, send_records, to_line
 
 log = logging.getLogger(__name__)
 DAMAGED = ".damaged"

@@ -12,9 +12,8 @@ import logging
 import time
 from pathlib import Path
 
-from .records import Record
+from .records import Record, from_line
 from .spill import adopt, replace_whole
-from .spill_format import from_line
 
 log = logging.getLogger(__name__)
 SPILL_RETRY_S = 5.0  # an unreadable spill file is read again after this; records logged meanwhile still go
