@@ -18,8 +18,6 @@ CONFIG_KEYS = (
     "model", "dataset", "dataset_config", "per_device_train_batch_size", "devices", "precision",
     "max_seq_length", "distribution_strategy", "image_backend", "hf_args", "per_device_eval_batch_size",
 )
-# Keys that never sit side by side, even when asked: different warmup rules measure different things.
-HARD_KEYS = ("source", "throughput_warmup_steps")
 SHORT_KEY_NAMES = {
     "per_device_train_batch_size": "batch/device", "max_seq_length": "seq",
     "distribution_strategy": "strategy", "dataset_config": "config", "image_backend": "images",

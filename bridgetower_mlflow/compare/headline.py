@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..contract import CUDA_FAMILY, GAUDI_FAMILY
-from ..contract import accelerator_family as contract_family
+from ..contract import CUDA_FAMILY, GAUDI_FAMILY, accelerator_family
 from .axes import AxisPoint
 from .grouping import GroupStats, Setting
 from .pairs import CellPair
@@ -55,11 +54,6 @@ def explain_gap(first_name: str, first: GroupStats, second_name: str, second: Gr
                         fast_name, (fast.phase_shares(), fast.phase_step_seconds()))
 
 
-def accelerator_family(name: str) -> str:
-    """gaudi, cuda, cpu, or `unknown` for a name that is none of the accelerator names."""
-    return contract_family(name) or "unknown"
-
-
 def column_accelerators(section: ConfigSection) -> dict[str, str]:
     """Column -> accelerator kind (a column may carry allowed differences in its name)."""
     return {row.column: row.best.accelerator for row in section.best_rows}
@@ -95,7 +89,7 @@ def build_headline(sections: list[ConfigSection]) -> list[HeadlinePair]:
 
 def absent_pair_note(sections: Sequence[ConfigSection]) -> str:
     """Why the headline is empty: which families ran, none of them side by side."""
-    found: dict[str, set[str]] = {GAUDI_FAMILY: set(), CUDA_FAMILY: set()}
+    found: dict[str | None, set[str]] = {GAUDI_FAMILY: set(), CUDA_FAMILY: set()}
     for section in sections:
         for accel in column_accelerators(section).values():
             found.setdefault(accelerator_family(accel), set()).add(accel)

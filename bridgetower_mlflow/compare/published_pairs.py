@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ..contract import CUDA_FAMILY, GAUDI_FAMILY
+from ..contract import CUDA_FAMILY, GAUDI_FAMILY, accelerator_family
 from .grouping import CONFIG_KEYS, DECODE_ORDER, GroupStats
-from .headline import accelerator_family
 from .pairs import CellPair
 from .speedups import ConfigSection
 
