@@ -225,7 +225,7 @@ def test_the_eval_batch_is_part_of_the_configuration_and_seeds_are_repeats():
 def test_a_pair_compared_on_several_targets_names_the_one_whose_quality_differs():
     from bridgetower_mlflow.compare.headline import build_headline
     from bridgetower_mlflow.compare.quality_pairs import quality_pairs
-    from bridgetower_mlflow.compare.quality_text import quality_verdict
+    from bridgetower_mlflow.compare.quality_tables import quality_verdict
 
     specs = [("gaudi2", TARGET, 0.21), ("gaudi2", "", 0.5), ("h100", TARGET, 0.22), ("h100", "", 0.8)]
     records = [record_from_run(fake_run(TrainRunSpec(accel, 700.0, target=target, recall_at_5=recall,

@@ -22,9 +22,8 @@ from .eval_series import SeriesSet, fetch_eval_series
 from .gate import GateResult, check_gate, gate_document, write_gate
 from .headline import build_headline
 from .options import CompareOptions, ParsedOptions, parse_options
-from .progress import ReadProgress
 from .published_pairs import build_published_pairs
-from .records import FetchedRuns, fetch_run_records
+from .records import FetchedRuns, ReadProgress, fetch_run_records
 from .references.published import ALL_CAVEATS, OWN_LARGEST_BATCH_SOURCES, reference_notes, reference_records
 from .repeats import unmatched_notes
 from .results import log_results

@@ -27,6 +27,11 @@ def format_memory(value: float | None) -> str:
     return "" if value is None else f"{value:.1f} GB"
 
 
+def format_count(value: float) -> str:
+    """Samples as a whole number with thousands separators: `12,480`."""
+    return f"{value:,.0f}"
+
+
 def format_share(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f} %"
 

@@ -1,6 +1,7 @@
 """Pure headline: each Gaudi column against each GPU column of a section, whatever the baseline.
 
-Pairs sit at one axis point: the same batch size, device count and strategy on both sides.
+Pairs sit at one axis point: the same batch size, device count and strategy on both sides. A CellPair (one Gaudi
+cell against one GPU cell) is the one place a speedup and its noise verdict are computed.
 """
 
 from __future__ import annotations
@@ -10,14 +11,40 @@ from dataclasses import dataclass
 
 from ..contract import CUDA_FAMILY, GAUDI_FAMILY, accelerator_family
 from .axes import AxisPoint
-from .grouping import GroupStats, Setting
-from .pairs import CellPair
+from .grouping import GroupStats, Setting, ratio
 from .phases import gap_sentence
 from .speedups import ConfigSection
+from .stats import within_noise
 
 GAUDI_SIDE, GPU_SIDE = GAUDI_FAMILY, "gpu"  # how tables and JSON name the two sides of a pair
 MATCHED_RULE = ("matched = the same workers and decode class on both, at the setting where the GPU is "
                 "fastest among those both ran; best = each side's fastest setting")
+
+
+@dataclass(frozen=True)
+class CellPair:
+    """A Gaudi cell and a GPU cell set against each other (the same setting, or each side's best)."""
+
+    gaudi: GroupStats
+    gpu: GroupStats
+
+    @property
+    def setting(self) -> Setting:
+        """The Gaudi side's setting (both sides' where they were matched)."""
+        return self.gaudi.setting
+
+    @property
+    def speedup(self) -> float | None:
+        """Gaudi samples/s over GPU samples/s, ratio of medians."""
+        return ratio(self.gaudi.median, self.gpu.median)
+
+    @property
+    def within_noise(self) -> bool:
+        return within_noise(self.gaudi, self.gpu)
+
+    def same_cells(self, other: CellPair | None) -> bool:
+        """Both sides are the very cells of `other` (a headline's matched pair is often its best)."""
+        return other is not None and self.gaudi is other.gaudi and self.gpu is other.gpu
 
 
 @dataclass(frozen=True)

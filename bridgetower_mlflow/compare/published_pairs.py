@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..contract import CUDA_FAMILY, GAUDI_FAMILY, accelerator_family
 from .grouping import CONFIG_KEYS, DECODE_ORDER, GroupStats
-from .pairs import CellPair
+from .headline import CellPair
 from .speedups import ConfigSection
 
 BATCH_KEY, STRATEGY_KEY = "per_device_train_batch_size", "distribution_strategy"

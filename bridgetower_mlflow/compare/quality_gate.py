@@ -17,10 +17,9 @@ from ..contract import SAMPLES_TO_TARGET_METRIC
 from ..errors import ConfigError
 from ..target import parse_target
 from .convergence import Convergence, convergence_of, fewest_allowed, read_convergence
-from .formatting import format_number
+from .formatting import format_count, format_number
 from .grouping import GroupStats
 from .quality import QualityStats
-from .quality_text import format_count
 
 DEFAULT_QUALITY_TOLERANCE = 0.10  # MLPerf's runs to target spread 5-10 % (CV); one evaluation more is often 10 %
 OK, WORSE, SUSPICIOUS = "ok   ", "WORSE", "SUSPICIOUS"

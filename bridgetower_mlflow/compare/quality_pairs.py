@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .grouping import GroupStats, ratio
-from .pairs import CellPair
+from .headline import CellPair
 from .quality import QualityStats, Spread
 from .run_quality import QualityKey
 

@@ -1,11 +1,14 @@
-"""MLflow `train` runs -> RunRecord: paged, filtered server-side, normalized from raw params/tags."""
+"""MLflow `train` runs -> RunRecord: paged, filtered server-side, normalized from raw params/tags; a long read
+says how far it got on stderr."""
 
 from __future__ import annotations
 
+import sys
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from ..contract import (
     ACCELERATOR_TAG,
@@ -43,12 +46,11 @@ if TYPE_CHECKING:
     from mlflow.entities import Run
     from mlflow.tracking import MlflowClient
 
-    from .progress import ReadProgress
-
 TRAIN_FILTER = f"tags.`{RUN_KIND_TAG}` = '{RUN_KIND_TRAIN}'"
 PAGE_SIZE = 5000
 MEASURED = "measured"
 UNKNOWN_DECODE = "unknown"  # a run logged before train wrote its decode tag
+PROGRESS_INTERVAL_S = 2.0  # at most one line this often, so a fast store does not flood the terminal
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,43 @@ def record_from_run(run: Run) -> RunRecord | None:
     )
 
 
+class ReadProgress:
+    """Counts the runs compare reads, page by page; silent while everything fits in one page.
+
+    stdout carries the report, so the lines go to `stream` (stderr unless given).
+    """
+
+    def __init__(self, stream: TextIO | None = None, interval: float = PROGRESS_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._stream, self._interval, self._clock = stream, interval, clock
+        self._started = clock()
+        self._last: float | None = None
+        self.runs = 0
+        self.pages = 0
+
+    def page(self, runs: int, more: bool) -> None:
+        """One page of `runs` was read; `more` when the search has another page."""
+        self.runs += runs
+        self.pages += 1
+        if not (more or self._last is not None):
+            return  # a single-page read stays silent
+        now = self._clock()
+        if self._last is None or now - self._last >= self._interval:
+            self._last = now
+            self._write(f"compare: read {self.runs} runs so far (page {self.pages}, more to come)...")
+
+    def done(self) -> None:
+        """The closing line, only when progress was shown."""
+        if self._last is not None:
+            self._write(f"compare: read {self.runs} runs in {self.pages} pages "
+                        f"({self._clock() - self._started:.1f} s)")
+
+    def _write(self, line: str) -> None:
+        stream = self._stream or sys.stderr  # looked up late: a test runner swaps sys.stderr
+        stream.write(line + "\n")
+        stream.flush()
+
+
 def combine_filters(*filters: str | None) -> str:
     """AND together the non-empty filter strings (MLflow's grammar has neither OR nor parentheses)."""
     return " AND ".join(part.strip() for part in filters if part and part.strip())
@@ -175,7 +214,7 @@ def iterate_runs(client: MlflowClient, experiment_ids: list[str], filter_string:
                  progress: ReadProgress | None = None) -> Iterator[Run]:
     """Every run matching the filter, page by page, without building a DataFrame.
 
-    `progress` (a progress.ReadProgress) hears of each page as it arrives.
+    `progress` hears of each page as it arrives.
     """
     token = None
     while True:

@@ -21,12 +21,10 @@ from ..contract import (
 )
 from .axes import AXIS_KEYS, AXIS_LETTERS
 from .comparison import Comparison
-from .export import Row, csv_rows, headline_records, scaling_records
+from .export import Row, csv_rows, headline_records, quality_rows, scaling_records
 from .gate import GateResult
 from .grouping import CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats, Setting
-from .headline import HeadlinePair
-from .pairs import CellPair
-from .quality_export import quality_rows
+from .headline import CellPair, HeadlinePair
 from .quality_pairs import quality_pairs
 
 if TYPE_CHECKING:

@@ -1,15 +1,16 @@
-"""Comparison -> (caption, headers, rows) tables: the headline, then each section's tables."""
+"""Comparison -> (caption, headers, rows) tables: the headline, then each section's (throughput, scaling, where the
+step goes, data-loading settings, best, quality, efficiency, cost; each only where its figures were measured)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..contract import ACCELERATOR_TAG
-from .breakdown import phase_table
+from ..contract import ACCELERATOR_TAG, BOTTLENECK_TAG
 from .cost import PriceList, usd_per_million_samples
-from .formatting import PUBLISHED_PREFIX, Table, format_cell, format_number, format_speedup, format_usd
+from .formatting import PUBLISHED_PREFIX, Table, format_cell, format_number, format_share, format_speedup, format_usd
 from .grouping import STUDY_BASELINE_SETTING, GroupStats
 from .headline import GAUDI_SIDE, GPU_SIDE, MATCHED_RULE, HeadlinePair
+from .phases import PHASE_ORDER, PHASE_SHORT
 from .published_pairs import PublishedPair, setting_text
 from .quality_tables import every_setting_quality, headline_quality, quality_table
 from .scaling import scaling_table
@@ -17,6 +18,7 @@ from .speedups import ConfigSection, SpeedupRow
 from .stats import within_noise
 
 WHY_HEADER = "why: the phase behind most of the gap"
+EPOCH_START_COLUMN = "epoch start"  # train_epoch_start_extra_fraction: not a phase, the steps that opened an epoch
 
 
 def short_source(source: str) -> str:
@@ -95,6 +97,43 @@ def published_pair_table(pair: PublishedPair) -> Table:
     caption = f"{pair.caption} ({short_source(pair.source)}), samples/s"
     return caption, [f"{pair.gaudi} setting", pair.gaudi, f"{pair.gpu} setting", pair.gpu,
                      f"{pair.gaudi}/{pair.gpu}", "compared with"], rows
+
+
+
+def measured_cells(section: ConfigSection) -> list[tuple[str, str, GroupStats]]:
+    """(row label, column, cell) for every cell whose runs logged a phase breakdown, in table order."""
+    return [(row.label, column, row.cells[column]) for row in section.rows for column in section.columns
+            if column in row.cells and row.cells[column].phase_fractions]
+
+
+def section_phases(section: ConfigSection) -> list[str]:
+    """The phases any cell of the section measured, in the step's order."""
+    seen = {phase for _, _, cell in measured_cells(section) for phase in cell.phase_fractions}
+    return [phase for phase in PHASE_ORDER if phase in seen]
+
+
+def phase_table(section: ConfigSection) -> Table | None:
+    """One row per measured cell: samples/s, each phase's median share of the step, what epochs' first steps
+    cost beyond the others (where a run logged it), train's verdict tag."""
+    cells = measured_cells(section)
+    if not cells:
+        return None  # runs from before the breakdown: no columns rather than zeros
+    phases = section_phases(section)
+    epochs = any(cell.epoch_start_share is not None for _, _, cell in cells)
+    rows = []
+    for label, column, cell in cells:
+        shares = cell.phase_shares()  # '-': merged into another phase (Gaudi lazy mode) or not measured
+        rows.append([label, column, format_number(cell.median),
+                     *(format_share(shares.get(phase)) for phase in phases),
+                     *([format_share(cell.epoch_start_share)] if epochs else []),
+                     ", ".join(sorted(set(cell.bottlenecks))) or "-"])
+    headers = ["setting", ACCELERATOR_TAG, "samples/s", *(PHASE_SHORT[phase] for phase in phases),
+               *([EPOCH_START_COLUMN] if epochs else []), BOTTLENECK_TAG]
+    caption = "Where the step goes: median share of the measured window per phase"
+    if epochs:
+        caption += ("; epoch start: what the steps that opened an epoch cost beyond the others' median, a share of "
+                    "the same window already inside the phases (the loader's workers start again there)")
+    return caption, headers, rows
 
 
 def _base_cell(section: ConfigSection, row: SpeedupRow, column: str) -> GroupStats | None:
