@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .axes import AXIS_KEYS, AxisPoint, point_of, varying_axes
 from .grouping import (
     CONFIG_KEYS,
@@ -16,8 +16,7 @@ from .grouping import (
     group_records,
     ratio,
 )
-from .records import MEASURED, RunRecord
-from .repeats import FailedRepeat
+from .runs import MEASURED, FailedRepeat, RunRecord
 
 PREFERRED_BASELINE = "a100"
 

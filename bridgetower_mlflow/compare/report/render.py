@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .axes import axes_text, point_of
-from .comparison import Comparison
-from .formatting import NOISY_MARK, Table
-from .grouping import SHORT_KEY_NAMES
-from .headline import absent_pair_note
-from .published_pairs import PAIR_RULE
+from ..analysis.axes import axes_text, point_of
+from ..analysis.grouping import SHORT_KEY_NAMES
+from ..analysis.headline import absent_pair_note
+from ..analysis.published_pairs import PAIR_RULE
+from ..analysis.scaling import cpu_devices_note
+from ..analysis.speedups import ConfigSection
+from ..analysis.stats import INVALID_FROM, NOISY_SPREAD
+from ..comparison import Comparison
+from ..formatting import Table
 from .quality_tables import QUALITY_NOTE, TARGET_NOTE, headline_sentences, placed_quality
-from .repeats import INVALID_FROM, NOISY_SPREAD
-from .scaling import cpu_devices_note
-from .speedups import ConfigSection
 from .tables import (
+    NOISY_MARK,
     every_setting_table,
     headline_table,
     pair_place,

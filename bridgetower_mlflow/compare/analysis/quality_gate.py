@@ -13,11 +13,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..contract import SAMPLES_TO_TARGET_METRIC
-from ..errors import ConfigError
-from ..target import parse_target
+from ...contract import SAMPLES_TO_TARGET_METRIC
+from ...errors import ConfigError
+from ...target import parse_target
+from ..formatting import format_count, format_number
 from .convergence import Convergence, convergence_of, fewest_allowed, read_convergence
-from .formatting import format_count, format_number
 from .grouping import GroupStats
 from .quality import QualityStats
 

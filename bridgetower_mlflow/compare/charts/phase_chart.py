@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .formatting import format_number
-from .phases import PHASE_SHORT
+from ..analysis.speedups import ConfigSection
+from ..formatting import format_number
+from ..report.tables import PHASE_SHORT, measured_cells, section_phases
 from .plotting import Axis, Pyplot, save, section_title, wrapped
-from .speedups import ConfigSection
-from .tables import measured_cells, section_phases
 
 LABEL_FROM = 0.06  # a segment's share is written inside it from this size up
 

@@ -9,10 +9,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..target import Target
-from .repeats import INVALID_FROM
-from .run_quality import QualityKey, RunQuality
-from .stats import olympic_mean
+from ...target import Target
+from .runs import QualityKey, RunQuality
+from .stats import INVALID_FROM, olympic_mean
 
 
 @dataclass(frozen=True)

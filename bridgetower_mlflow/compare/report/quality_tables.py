@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..contract import ACCELERATOR_TAG, TARGET_METRICS
-from .formatting import Table, format_count, format_number, format_speedup
-from .headline import CellPair, HeadlinePair
-from .quality import QualityStats, Spread
-from .quality_pairs import SINGLE_RUN_TOLERANCE, MetricGap, QualityPair, quality_pairs, unshared_targets
-from .speedups import ConfigSection
+from ...contract import ACCELERATOR_TAG, TARGET_METRICS
+from ..analysis.headline import CellPair, HeadlinePair
+from ..analysis.quality import QualityStats, Spread
+from ..analysis.quality_pairs import SINGLE_RUN_TOLERANCE, MetricGap, QualityPair, quality_pairs, unshared_targets
+from ..analysis.speedups import ConfigSection
+from ..formatting import Table, format_count, format_number, format_speedup
 
 QUALITY_CAPTION = "Quality per cell and target: final eval metrics, median (n, min-max)"
 TARGET_CAPTION = (

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..contract import EVAL_CLOCK_METRIC, EVAL_TRAIN_SAMPLES_METRIC
-from .quality import QualityStats
-from .speedups import ConfigSection
+from ...contract import EVAL_CLOCK_METRIC, EVAL_TRAIN_SAMPLES_METRIC
+from ..analysis.quality import QualityStats
+from ..analysis.speedups import ConfigSection
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient

@@ -1,24 +1,62 @@
 """Comparison -> (caption, headers, rows) tables: the headline, then each section's (throughput, scaling, where the
-step goes, data-loading settings, best, quality, efficiency, cost; each only where its figures were measured)."""
+step goes, data-loading settings, best, quality, efficiency, cost; each only where its figures were measured), and
+how a cell of repeats reads in them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..contract import ACCELERATOR_TAG, BOTTLENECK_TAG
-from .cost import PriceList, usd_per_million_samples
-from .formatting import PUBLISHED_PREFIX, Table, format_cell, format_number, format_share, format_speedup, format_usd
-from .grouping import STUDY_BASELINE_SETTING, GroupStats
-from .headline import GAUDI_SIDE, GPU_SIDE, MATCHED_RULE, HeadlinePair
-from .phases import PHASE_ORDER, PHASE_SHORT
-from .published_pairs import PublishedPair, setting_text
+from ...contract import ACCELERATOR_TAG, BOTTLENECK_TAG, DECODE_DEVICE, PHASE_FORWARD_BACKWARD, PHASES
+from ..analysis.cost import PriceList, usd_per_million_samples
+from ..analysis.grouping import STUDY_BASELINE_SETTING, GroupStats
+from ..analysis.headline import GAUDI_SIDE, GPU_SIDE, MATCHED_RULE, HeadlinePair
+from ..analysis.published_pairs import PublishedPair, setting_text
+from ..analysis.runs import PHASE_ORDER
+from ..analysis.scaling import scaling_points
+from ..analysis.speedups import ConfigSection, SpeedupRow
+from ..analysis.stats import within_noise
+from ..formatting import Table, format_number, format_share, format_speedup, format_usd
 from .quality_tables import every_setting_quality, headline_quality, quality_table
-from .scaling import scaling_table
-from .speedups import ConfigSection, SpeedupRow
-from .stats import within_noise
 
 WHY_HEADER = "why: the phase behind most of the gap"
+# a phase's column name and chart label where its name is long
+SHORT_LABELS = {PHASES[0]: "data wait", PHASES[1]: "to device", PHASE_FORWARD_BACKWARD: "fwd+bwd",
+                PHASES[5]: "all-reduce"}
+PHASE_SHORT = {phase: SHORT_LABELS.get(phase, phase) for phase in PHASE_ORDER}  # the rest name themselves
+NOISY_MARK = "noisy"
+SINGLE_RUN = "single run"
+PUBLISHED_PREFIX = "published: "
 EPOCH_START_COLUMN = "epoch start"  # train_epoch_start_extra_fraction: not a phase, the steps that opened an epoch
+
+
+def format_memory(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f} GB"
+
+
+def repeats_text(group: GroupStats) -> str:
+    """`n=5`, or `n=4 of 5, 1 failed: dropped as the slowest` (MLPerf's rule for one failed repeat)."""
+    failed = len(group.failures)
+    if not failed:
+        return f"n={group.n}"
+    dropped = ": dropped as the slowest" if failed == 1 else ""
+    return f"n={group.n} of {group.n + failed}, {failed} failed{dropped}"
+
+
+def format_cell(group: GroupStats, loaders: bool = True, memory: bool = True) -> str:
+    """`median (n, min-max[, olympic])[ noisy x%][ loader][ peak GB]`; a single run says so."""
+    text = f"{format_number(group.median)} ({repeats_text(group)}"
+    if group.n == 1:
+        text += f", {SINGLE_RUN})" if not group.failures else ")"
+    else:
+        text += f", {format_number(group.minimum)}-{format_number(group.maximum)}"
+        text += f", olympic {format_number(group.olympic)})" if group.olympic is not None else ")"
+    if group.noisy:
+        text += f" {NOISY_MARK} {(group.spread or 0.0) * 100:.1f}%"
+    if loaders and group.setting.decode == DECODE_DEVICE:
+        text += " " + "/".join(sorted(group.data_loaders))
+    if memory and group.peak_memory_gb is not None:
+        text += " " + format_memory(group.peak_memory_gb)
+    return text
 
 
 def short_source(source: str) -> str:
@@ -98,6 +136,25 @@ def published_pair_table(pair: PublishedPair) -> Table:
     return caption, [f"{pair.gaudi} setting", pair.gaudi, f"{pair.gpu} setting", pair.gpu,
                      f"{pair.gaudi}/{pair.gpu}", "compared with"], rows
 
+
+
+def scaling_table(section: ConfigSection) -> Table | None:
+    """samples/s, per device, scaling efficiency (and the all-reduce share where train measured phases)."""
+    points = scaling_points(section)
+    if not points:
+        return None
+    shares = any(p.all_reduce_share is not None for p in points)
+    rows = []
+    for p in points:
+        base = "" if p.base_devices == 1 else f" (vs {p.base_devices}: 1 not measured)"
+        efficiency = "-" if p.efficiency is None else f"{p.efficiency * 100:.0f} %{base}"
+        row = [" ".join(part for part in (p.line.column, p.line.setting.label, p.line.fixed.label) if part),
+               str(p.devices), format_cell(p.cell, loaders=False, memory=False),
+               "-" if p.per_device is None else format_number(p.per_device), efficiency]
+        rows.append(row + ([format_share(p.all_reduce_share)] if shares else []))
+    headers = ["line", "devices", "samples/s", "per device", "scaling efficiency (per device vs 1 device)"]
+    caption = "Scaling over devices: per-device samples/s at N over per-device samples/s at 1 (or the fewest measured)"
+    return caption, headers + (["all-reduce share of the step"] if shares else []), rows
 
 
 def measured_cells(section: ConfigSection) -> list[tuple[str, str, GroupStats]]:

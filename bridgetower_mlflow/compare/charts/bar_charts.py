@@ -1,4 +1,5 @@
-"""PNG charts (matplotlib, Agg backend): throughput with min-max bars, speedups, efficiency; and the rest."""
+"""The bar charts (matplotlib, Agg backend): throughput with min-max bars, speedups, efficiency; and write_charts,
+which writes every chart of a comparison."""
 
 from __future__ import annotations
 
@@ -6,15 +7,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .comparison import Comparison
-from .cost import PriceList, usd_per_million_samples
+from ..analysis.cost import PriceList, usd_per_million_samples
+from ..analysis.grouping import GroupStats
+from ..analysis.speedups import ConfigSection
+from ..comparison import Comparison
+from ..read.eval_series import MAX_CHART_SECTIONS, SeriesSet
 from .curve_charts import write_curve_charts
-from .eval_series import MAX_CHART_SECTIONS, SeriesSet
-from .grouping import GroupStats
 from .phase_chart import write_phase_chart
 from .plotting import Axis, Figure, Pyplot, pyplot, section_title, wrapped
 from .quality_chart import write_quality_chart
-from .speedups import ConfigSection
 
 Series = dict[str, list[float | None]]  # bar series name -> a value (or a gap) per label
 Errors = dict[str, list[tuple[float, float]]]  # series name -> (below, above) the median per label
@@ -139,7 +140,7 @@ def _write_efficiency(plt: Pyplot, comparison: Comparison, sections: list[Config
 def write_charts(comparison: Comparison, output_dir: Path, series: SeriesSet | None = None) -> list[Path]:
     """throughput.png, speedups.png; efficiency.png where anything is measured or priced; a curve chart per
     swept axis (scaling.png, batch_size.png, strategy.png); phases.png where train measured phases;
-    time_to_quality.png where `series` holds runs' evaluations (eval_series.fetch_eval_series)."""
+    time_to_quality.png where `series` holds runs' evaluations (read/eval_series.py's fetch_eval_series)."""
     plt = pyplot()
     sections = [s for s in comparison.sections if s.rows][:MAX_SECTIONS]
     if not sections:

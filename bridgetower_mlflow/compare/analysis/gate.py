@@ -1,4 +1,5 @@
-"""Regression gate: measured samples/s per configuration and accelerator, written and checked as JSON.
+"""Regression gate, pure: measured samples/s per configuration and accelerator as a gate's document, and the
+verdict of a comparison against one (the file itself: report/gate_file.py).
 
 The rule is optimum-habana's CI rule: a configuration fails when its throughput falls below
 tolerance x the gate's (0.95 there). Published rows are never part of a gate. Where runs had a target, each
@@ -7,24 +8,21 @@ entry also holds its quality, checked by quality_gate.py.
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ..contract import ACCELERATOR_TAG, DECODE_TAG, THROUGHPUT_METRIC
-from ..disk_space import writing
-from ..errors import ConfigError
-from .comparison import Comparison
-from .formatting import format_number
+from ...contract import ACCELERATOR_TAG, DECODE_TAG, THROUGHPUT_METRIC
+from ...errors import ConfigError
+from ..formatting import format_number
 from .grouping import CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats
 from .quality_gate import DEFAULT_QUALITY_TOLERANCE, SUSPICIOUS, QualityCheck, check_quality, quality_entries
+from .speedups import ConfigSection
 
 GATE_FORMAT = "bridgetower-mlflow compare gate"
 GATE_VERSION = 1
 DEFAULT_TOLERANCE = 0.95
-GATE_ALLOWED = "allowed: a JSON file written by `compare --write-gate`"
 GateKey = dict[str, Any]  # accelerator, setting, warmup and configuration of one gated cell
 Document = dict[str, Any]  # a gate file's JSON
 
@@ -50,60 +48,17 @@ def matches(gated: GateKey, current: GateKey) -> bool:
     return all(str(gated[k]) == str(current.get(k, "")) for k in gated)
 
 
-def measured_groups(comparison: Comparison) -> list[GroupStats]:
-    return [g for s in comparison.sections if not s.published for row in s.rows for g in row.cells.values()]
+def measured_groups(sections: Sequence[ConfigSection]) -> list[GroupStats]:
+    return [g for s in sections if not s.published for row in s.rows for g in row.cells.values()]
 
 
-def gate_document(comparison: Comparison) -> Document:
+def gate_document(sections: Sequence[ConfigSection], experiments: Sequence[str]) -> Document:
     """The JSON a gate file holds: one entry per measured cell, its median samples/s."""
     entries = [{"key": gate_key(g), "samples_per_second": g.median, "n": g.n, "min": g.minimum,
                 "max": g.maximum, "run_ids": list(g.run_ids), "quality": quality_entries(g)}
-               for g in measured_groups(comparison)]
+               for g in measured_groups(sections)]
     return {"format": GATE_FORMAT, "version": GATE_VERSION, "metric": THROUGHPUT_METRIC,
-            "aggregate": "median", "experiments": list(comparison.experiments), "entries": entries}
-
-
-def write_gate(comparison: Comparison, path: str) -> Path:
-    target = Path(path).expanduser()
-    try:
-        with writing("write_gate", "the gate file", target.parent):  # a full disk: exit 1, not bad input
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(gate_document(comparison), indent=2) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError("write_gate", path, f"allowed: a writable file path ({exc.strerror})") from None
-    return target
-
-
-def read_gate(path: str) -> Document:
-    """A gate file's document; ConfigError when it is missing or not one compare wrote."""
-    try:
-        document = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError("gate", path, f"{GATE_ALLOWED} ({exc.strerror})") from None
-    except ValueError:
-        raise ConfigError("gate", path, f"{GATE_ALLOWED} (this one is not JSON)") from None
-    if not _is_gate(document):
-        raise ConfigError("gate", path, f"{GATE_ALLOWED} (format {GATE_FORMAT!r}, entries with key and samples/s)")
-    return dict(document)
-
-
-def _is_gate(document: object) -> bool:
-    if not isinstance(document, dict) or document.get("format") != GATE_FORMAT:
-        return False
-    entries = document.get("entries")
-    return isinstance(entries, list) and all(
-        isinstance(e, dict) and isinstance(e.get("key"), dict) and isinstance(e.get("samples_per_second"), (int, float))
-        and _is_quality(e.get("quality", [])) for e in entries)
-
-
-def _is_quality(entries: object) -> bool:
-    """A gate entry's quality: a list of targets compare wrote (gates from before time to quality have none)."""
-    from ..target import parse_target
-
-    try:
-        return isinstance(entries, list) and all(isinstance(e, dict) and parse_target(e["target"]) for e in entries)
-    except (ConfigError, KeyError, TypeError):
-        return False
+            "aggregate": "median", "experiments": list(experiments), "entries": entries}
 
 
 def parse_tolerance(value: object) -> float:
@@ -202,10 +157,10 @@ class GateResult:
                 *(f"  target not run here: {where}" for where in self.quality_missing)]
 
 
-def check_gate(comparison: Comparison, document: Document, tolerance: float, path: str,
+def check_gate(sections: Sequence[ConfigSection], document: Document, tolerance: float, path: str,
                quality_tolerance: float = DEFAULT_QUALITY_TOLERANCE) -> GateResult:
-    """Match gated cells to measured ones; ConfigError when none of the gate's configurations is here."""
-    current = [(gate_key(g), g) for g in measured_groups(comparison)]
+    """Match gated cells to a comparison's measured ones; ConfigError when none of the gate's configurations is here."""
+    current = [(gate_key(g), g) for g in measured_groups(sections)]
     entries = document["entries"]
     found = [(entry, group) for entry in entries for key, group in current if matches(entry["key"], key)]
     if not found:

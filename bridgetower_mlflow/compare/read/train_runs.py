@@ -1,16 +1,17 @@
-"""MLflow `train` runs -> RunRecord: paged, filtered server-side, normalized from raw params/tags; a long read
-says how far it got on stderr."""
+"""MLflow's train runs -> RunRecords: paged, filtered server-side, normalized from raw params, tags and metrics
+(the phase breakdown, what the run learned); failed sweep repeats kept for their cells; a long read says how far it
+got on stderr."""
 
 from __future__ import annotations
 
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
-from ..contract import (
+from ...contract import (
     ACCELERATOR_TAG,
     BOTTLENECK_TAG,
     DATA_LOADER_TAG,
@@ -18,6 +19,8 @@ from ..contract import (
     DEVICE_COUNT_TAG,
     DEVICE_NAME_TAG,
     EPOCH_START_EXTRA_FRACTION_METRIC,
+    ERROR_TAG,
+    EVAL_SAMPLES_INTERVAL_METRIC,
     HOST_CPU_COUNT_TAG,
     INPUT_BOUND_TAG,
     JOULES_PER_SAMPLE_METRIC,
@@ -30,17 +33,29 @@ from ..contract import (
     RUN_KIND_TRAIN,
     RUN_NAME_TAG,
     RUNTIME_METRIC,
+    SAMPLES_TO_TARGET_METRIC,
+    STEPS_TO_TARGET_METRIC,
     SWEEP_CELL_TAG,
+    SWEEP_REPEAT_TAG,
+    TARGET_BEST_METRIC,
+    TARGET_METRICS,
+    TARGET_REACHED_TAG,
+    TARGET_TAG,
     TFLOPS_METRIC,
     THROUGHPUT_METRIC,
     THROUGHPUT_PER_DEVICE_METRIC,
+    TIME_TO_TARGET_METRIC,
+    TIME_TO_TARGET_TRAIN_METRIC,
+    TRUE_WORDS,
     WAIT_METRIC,
     WARMUP_TAG,
+    phase_fraction_metric,
+    phase_seconds_metric,
 )
-from ..shell_words import canonical_hf_args
-from .phases import Phases, read_phases
-from .repeats import FailedRepeat, failed_repeat
-from .run_quality import RunQuality, read_quality
+from ...errors import ConfigError
+from ...shell_words import canonical_hf_args
+from ...target import parse_target
+from ..analysis.runs import PHASE_ORDER, FailedRepeat, Phases, QualityKey, RunQuality, RunRecord
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
@@ -48,54 +63,11 @@ if TYPE_CHECKING:
 
 TRAIN_FILTER = f"tags.`{RUN_KIND_TAG}` = '{RUN_KIND_TRAIN}'"
 PAGE_SIZE = 5000
-MEASURED = "measured"
 UNKNOWN_DECODE = "unknown"  # a run logged before train wrote its decode tag
+FAILED_STATUS = "FAILED"
+REASON_LIMIT = 200  # characters of a failed repeat's reason shown beside the cell
+STOP_PARAM = "stop_at_target"  # train's TrainConfig field, logged as a param
 PROGRESS_INTERVAL_S = 2.0  # at most one line this often, so a fast store does not flood the terminal
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """One finished train run (or one published number), reduced to what comparison needs."""
-
-    run_id: str
-    run_name: str
-    experiment_id: str
-    accelerator: str
-    device_name: str
-    model: str
-    dataset: str
-    dataset_config: str
-    per_device_train_batch_size: str
-    devices: str
-    precision: str
-    max_seq_length: str
-    distribution_strategy: str
-    throughput_warmup_steps: str
-    dataloader_num_workers: int
-    decode: str  # cpu | device | cpu-fallback (asked device decode, CPU ran) | other loader name
-    data_loader: str
-    samples_per_second: float
-    samples_per_second_per_device: float | None = None
-    train_runtime: float | None = None
-    dataloader_wait_fraction: float | None = None
-    input_bound: str = ""
-    source: str = MEASURED  # `measured`, or the citation of a published number
-    parent_run_id: str = ""
-    model_tflops_per_second: float | None = None  # efficiency metrics: only where train measured them
-    mfu: float | None = None
-    joules_per_sample: float | None = None
-    device_peak_memory_gb: float | None = None  # the main device's peak, where the device reports one
-    image_backend: str = "fast"  # the CPU image transform (runs from before the option ran the fast one)
-    phase_fractions: Phases = ()  # ((phase, share of the step), ...): only where train measured phases
-    phase_seconds: Phases = ()  # ((phase, seconds per step), ...)
-    phases_merged: str = ""  # what the run merged (Gaudi lazy mode: forward+backward)
-    bottleneck: str = ""
-    host_cpu_count: str = ""  # the host's cores (what CPU devices share)
-    sweep_cell: str = ""  # the sweep grid cell this run repeats, where a sweep ran it
-    hf_args: str = ""  # the user's extra TrainingArguments flags, canonical (canonical_hf_args)
-    epoch_start_fraction: float | None = None  # what epochs' first steps cost beyond the others, share of the window
-    per_device_eval_batch_size: str = ""  # eval_loss uses in-batch negatives: it changes with the eval batch
-    quality: RunQuality = RunQuality()  # final eval metrics; with a target, how long it took to reach it
 
 
 @dataclass(frozen=True)
@@ -166,6 +138,54 @@ def record_from_run(run: Run) -> RunRecord | None:
         per_device_eval_batch_size=normalize_int(params.get("per_device_eval_batch_size")),
         quality=read_quality(params, tags, metrics),
     )
+
+
+def read_phases(metrics: dict[str, float]) -> tuple[Phases, Phases]:
+    """(fractions, seconds per step) of the phases a run logged, in PHASE_ORDER; empty where it logged none."""
+    fractions = tuple((p, float(metrics[phase_fraction_metric(p)])) for p in PHASE_ORDER
+                      if metrics.get(phase_fraction_metric(p)) is not None)
+    seconds = tuple((p, float(metrics[phase_seconds_metric(p)])) for p in PHASE_ORDER
+                    if metrics.get(phase_seconds_metric(p)) is not None)
+    return fractions, seconds
+
+
+def read_quality(params: Mapping[str, str], tags: Mapping[str, str], metrics: Mapping[str, float]) -> RunQuality:
+    """A run's RunQuality from its params, tags and metrics; ValueError for a target train could not have written."""
+    text = tags.get(TARGET_TAG) or params.get("target") or ""
+    try:
+        target = parse_target(text)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    finals = tuple((name, float(metrics[name])) for name in TARGET_METRICS if metrics.get(name) is not None)
+    if target is None:
+        return RunQuality(finals=finals)
+    stops = str(params.get(STOP_PARAM, "true")).strip().lower() in TRUE_WORDS
+    reached = tags.get(TARGET_REACHED_TAG, "").strip().lower() == "true" if TARGET_REACHED_TAG in tags else (
+        metrics.get(SAMPLES_TO_TARGET_METRIC) is not None)
+    return RunQuality(
+        key=QualityKey(str(target), stops), reached=reached,
+        time_to_target=_if(reached, metrics.get(TIME_TO_TARGET_METRIC)),
+        time_to_target_train=_if(reached, metrics.get(TIME_TO_TARGET_TRAIN_METRIC)),
+        samples_to_target=_if(reached, metrics.get(SAMPLES_TO_TARGET_METRIC)),
+        steps_to_target=_if(reached, metrics.get(STEPS_TO_TARGET_METRIC)),
+        best_value=metrics.get(TARGET_BEST_METRIC), eval_samples_interval=metrics.get(EVAL_SAMPLES_INTERVAL_METRIC),
+        finals=finals,
+    )
+
+
+def _if(reached: bool, value: float | None) -> float | None:
+    """A to-target figure counts only on a run that reached its target (MLPerf: a non-converged run has none)."""
+    return float(value) if reached and value is not None else None
+
+
+def failed_repeat(run: Run) -> FailedRepeat | None:
+    """The failed repeat an ended sweep child run is; None for a run that is not one (or did not fail)."""
+    tags = run.data.tags
+    if run.info.status != FAILED_STATUS or not tags.get(SWEEP_CELL_TAG) or not tags.get(PARENT_RUN_TAG):
+        return None
+    reason = (tags.get(ERROR_TAG) or "no reason recorded").splitlines()[0][:REASON_LIMIT]
+    return FailedRepeat(tags[PARENT_RUN_TAG], tags[SWEEP_CELL_TAG], tags.get(SWEEP_REPEAT_TAG, "?"),
+                        run.info.run_id, reason)
 
 
 class ReadProgress:

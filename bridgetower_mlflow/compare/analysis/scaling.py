@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..contract import CPU_FAMILY, PHASE_ALL_REDUCE, accelerator_family
+from ...contract import CPU_FAMILY, PHASE_ALL_REDUCE, accelerator_family
 from .axes import BATCH_AXIS, DEVICES_AXIS, AxisPoint, axis_sort_key, numeric
-from .formatting import Table, format_cell, format_number, format_share
 from .grouping import GroupStats, Setting
 from .speedups import ConfigSection
 
@@ -80,25 +79,6 @@ def scaling_points(section: ConfigSection) -> list[ScalingPoint]:
         points += [ScalingPoint(line, devices, cell, base_devices, base_cell.per_device_median)
                    for devices, cell in counts]
     return points
-
-
-def scaling_table(section: ConfigSection) -> Table | None:
-    """samples/s, per device, scaling efficiency (and the all-reduce share where train measured phases)."""
-    points = scaling_points(section)
-    if not points:
-        return None
-    shares = any(p.all_reduce_share is not None for p in points)
-    rows = []
-    for p in points:
-        base = "" if p.base_devices == 1 else f" (vs {p.base_devices}: 1 not measured)"
-        efficiency = "-" if p.efficiency is None else f"{p.efficiency * 100:.0f} %{base}"
-        row = [" ".join(part for part in (p.line.column, p.line.setting.label, p.line.fixed.label) if part),
-               str(p.devices), format_cell(p.cell, loaders=False, memory=False),
-               "-" if p.per_device is None else format_number(p.per_device), efficiency]
-        rows.append(row + ([format_share(p.all_reduce_share)] if shares else []))
-    headers = ["line", "devices", "samples/s", "per device", "scaling efficiency (per device vs 1 device)"]
-    caption = "Scaling over devices: per-device samples/s at N over per-device samples/s at 1 (or the fewest measured)"
-    return caption, headers + (["all-reduce share of the step"] if shares else []), rows
 
 
 def cpu_devices_note(section: ConfigSection) -> str | None:

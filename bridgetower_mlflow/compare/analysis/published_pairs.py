@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from ..contract import CUDA_FAMILY, GAUDI_FAMILY, accelerator_family
+from ...contract import CUDA_FAMILY, GAUDI_FAMILY, accelerator_family
 from .grouping import CONFIG_KEYS, DECODE_ORDER, GroupStats
 from .headline import CellPair
 from .speedups import ConfigSection

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from .axes import AXIS_TITLES, BATCH_AXIS, DEVICES_AXIS, STRATEGY_AXIS, numeric
-from .grouping import GroupStats
+from ..analysis.axes import AXIS_TITLES, BATCH_AXIS, DEVICES_AXIS, STRATEGY_AXIS, numeric
+from ..analysis.grouping import GroupStats
+from ..analysis.scaling import CurveLine, curve_lines, largest_batches
+from ..analysis.speedups import ConfigSection
 from .plotting import Axis, Color, Pyplot, save, section_title, wrapped
-from .scaling import CurveLine, curve_lines, largest_batches
-from .speedups import ConfigSection
 
 AXIS_FILES = {DEVICES_AXIS: "scaling.png", BATCH_AXIS: "batch_size.png", STRATEGY_AXIS: "strategy.png"}
 Spread = tuple[float, float, float]  # (median, min, max)

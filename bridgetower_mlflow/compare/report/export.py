@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..contract import (
+from ...contract import (
     ACCELERATOR_TAG,
     DECODE_TAG,
     EPOCH_START_EXTRA_FRACTION_METRIC,
@@ -25,18 +25,18 @@ from ..contract import (
     TIME_TO_TARGET_METRIC,
     phase_fraction_metric,
 )
-from .comparison import Comparison
-from .cost import usd_per_million_samples
-from .grouping import CONFIG_KEYS, EFFICIENCY_FIELDS, GroupStats
-from .headline import GAUDI_SIDE, GPU_SIDE, CellPair, HeadlinePair
-from .phases import PHASE_ORDER
-from .published_pairs import PAIR_RULE, PublishedPair, setting_text
-from .quality import QualityStats, Spread
-from .quality_pairs import QualityPair, quality_pairs
+from ..analysis.cost import usd_per_million_samples
+from ..analysis.grouping import CONFIG_KEYS, EFFICIENCY_FIELDS, GroupStats
+from ..analysis.headline import GAUDI_SIDE, GPU_SIDE, CellPair, HeadlinePair
+from ..analysis.published_pairs import PAIR_RULE, PublishedPair, setting_text
+from ..analysis.quality import QualityStats, Spread
+from ..analysis.quality_pairs import QualityPair, quality_pairs
+from ..analysis.runs import PHASE_ORDER
+from ..analysis.scaling import scaling_points
+from ..analysis.speedups import ConfigSection, SettingSpeedupRow, SpeedupRow
+from ..analysis.stats import within_noise
+from ..comparison import Comparison
 from .quality_tables import DIFFERS, gaps_text, placed_quality, quality_cell, to_target_cell
-from .scaling import scaling_points
-from .speedups import ConfigSection, SettingSpeedupRow, SpeedupRow
-from .stats import within_noise
 from .tables import pair_place, section_heading
 
 Row = dict[str, Any]  # one plain row of numbers and words (CSV, JSON, log_table)

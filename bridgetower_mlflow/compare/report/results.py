@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..contract import (
+from ...contract import (
     COMPARE_CELLS_TABLE,
     COMPARE_HEADLINE_TABLE,
     COMPARE_QUALITY_TABLE,
@@ -19,13 +19,13 @@ from ..contract import (
     SPEEDUP_METRIC_PREFIX,
     TIME_TO_TARGET_SPEEDUP_METRIC_PREFIX,
 )
-from .axes import AXIS_KEYS, AXIS_LETTERS
-from .comparison import Comparison
+from ..analysis.axes import AXIS_KEYS, AXIS_LETTERS
+from ..analysis.gate import GateResult
+from ..analysis.grouping import CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats, Setting
+from ..analysis.headline import CellPair, HeadlinePair
+from ..analysis.quality_pairs import quality_pairs
+from ..comparison import Comparison
 from .export import Row, csv_rows, headline_records, quality_rows, scaling_records
-from .gate import GateResult
-from .grouping import CONFIG_KEYS, SHORT_KEY_NAMES, GroupStats, Setting
-from .headline import CellPair, HeadlinePair
-from .quality_pairs import quality_pairs
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient

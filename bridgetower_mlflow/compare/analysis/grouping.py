@@ -5,13 +5,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from ..contract import ACCELERATOR_KINDS, DECODE_CLASSES, DECODE_CPU
+from ...contract import ACCELERATOR_KINDS, DECODE_CLASSES, DECODE_CPU
 from .axes import numeric
 from .quality import QualityStats, quality_groups
-from .records import MEASURED, RunRecord
-from .repeats import NOISY_SPREAD, FailedRepeat, invalid_reason, spread
-from .run_quality import RunQuality
-from .stats import median_or_none, olympic_mean
+from .runs import MEASURED, FailedRepeat, RunQuality, RunRecord
+from .stats import NOISY_SPREAD, invalid_reason, median_or_none, olympic_mean, spread
 
 # Everything that shaped a run except the accelerator and the data-loading setting.
 CONFIG_KEYS = (

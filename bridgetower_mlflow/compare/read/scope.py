@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..contract import PARENT_RUN_TAG
-from ..errors import ConfigError, NoMatchingRuns
-from .records import FetchedRuns, accelerators_found, combine_filters
+from ...contract import PARENT_RUN_TAG
+from ...errors import ConfigError, NoMatchingRuns
+from .train_runs import FetchedRuns, accelerators_found, combine_filters
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .speedups import ConfigSection
+from ..analysis.speedups import ConfigSection
 
 # matplotlib's objects, typed loosely: compare only draws on them (their stubs move between releases)
 Pyplot = Any

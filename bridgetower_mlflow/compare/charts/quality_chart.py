@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..target import Target
-from .eval_series import SERIES_RUNS, SERIES_RUNS_PER_CELL, EvalSeries, SeriesSet, chart_groups
+from ...target import Target
+from ..analysis.quality import QualityStats
+from ..analysis.speedups import ConfigSection
+from ..read.eval_series import SERIES_RUNS, SERIES_RUNS_PER_CELL, EvalSeries, SeriesSet, chart_groups
 from .plotting import Axis, Pyplot, save, section_title, wrapped
-from .quality import QualityStats
-from .speedups import ConfigSection
 
 CHART_FILE = "time_to_quality.png"
 X_AXES = ((0, "wall time from the first training step, s (evaluations included)"), (1, "training samples"))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from .grouping import GroupStats, ratio
 from .headline import CellPair
 from .quality import QualityStats, Spread
-from .run_quality import QualityKey
+from .runs import QualityKey
 
 SINGLE_RUN_TOLERANCE = 0.05  # relative: a single run's final value, widened to +-5 % of itself
 

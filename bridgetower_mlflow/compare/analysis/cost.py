@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..contract import ACCELERATOR_KINDS
-from ..errors import ConfigError
+from ...contract import ACCELERATOR_KINDS
+from ...errors import ConfigError
 from .grouping import GroupStats
 
 SECONDS_PER_HOUR = 3600.0
