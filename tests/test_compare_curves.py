@@ -6,14 +6,14 @@ from statistics import median
 
 import pytest
 
-from bridgetower_mlflow.compare.charts import write_charts
+from bridgetower_mlflow.compare.analysis.headline import build_headline
+from bridgetower_mlflow.compare.analysis.scaling import scaling_points
+from bridgetower_mlflow.compare.analysis.speedups import build_sections
+from bridgetower_mlflow.compare.charts.bar_charts import write_charts
 from bridgetower_mlflow.compare.comparison import Comparison
-from bridgetower_mlflow.compare.headline import build_headline
-from bridgetower_mlflow.compare.records import record_from_run
-from bridgetower_mlflow.compare.render import to_text
-from bridgetower_mlflow.compare.scaling import scaling_points
-from bridgetower_mlflow.compare.speedups import build_sections
-from bridgetower_mlflow.compare.tables import section_tables
+from bridgetower_mlflow.compare.read.train_runs import record_from_run
+from bridgetower_mlflow.compare.report.render import to_text
+from bridgetower_mlflow.compare.report.tables import section_tables
 
 from fakes.synthetic_runs import TrainRunSpec, fake_run
 

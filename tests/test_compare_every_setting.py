@@ -6,13 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from bridgetower_mlflow.compare import export, render
+from bridgetower_mlflow.compare.analysis.headline import build_headline
+from bridgetower_mlflow.compare.analysis.speedups import build_sections
 from bridgetower_mlflow.compare.comparison import Comparison
-from bridgetower_mlflow.compare.headline import build_headline
-from bridgetower_mlflow.compare.progress import ReadProgress
-from bridgetower_mlflow.compare.records import record_from_run
-from bridgetower_mlflow.compare.speedups import build_sections
-from bridgetower_mlflow.compare.tables import section_tables
+from bridgetower_mlflow.compare.read.train_runs import ReadProgress, record_from_run
+from bridgetower_mlflow.compare.report import export, render
+from bridgetower_mlflow.compare.report.tables import section_tables
 from bridgetower_mlflow.contract import PEAK_MEMORY_METRIC
 
 from fakes.synthetic_runs import TrainRunSpec, train_run_contents

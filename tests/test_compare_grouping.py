@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from bridgetower_mlflow.compare.headline import build_headline
-from bridgetower_mlflow.compare.records import record_from_run
-from bridgetower_mlflow.compare.speedups import build_sections, parse_allow_diff
+from bridgetower_mlflow.compare.analysis.headline import build_headline
+from bridgetower_mlflow.compare.analysis.speedups import build_sections, parse_allow_diff
+from bridgetower_mlflow.compare.read.train_runs import record_from_run
 from bridgetower_mlflow.errors import ConfigError
 
 from fakes.synthetic_runs import TrainRunSpec, train_run_contents

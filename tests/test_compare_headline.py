@@ -5,11 +5,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from bridgetower_mlflow.compare import export, render
-from bridgetower_mlflow.compare import records as records_module
 from bridgetower_mlflow.compare.command import compare_command
 from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison, run_compare
+from bridgetower_mlflow.compare.read import train_runs as records_module
 from bridgetower_mlflow.compare.references.published import ALL_CAVEATS
+from bridgetower_mlflow.compare.report import export, render
 from bridgetower_mlflow.contract import PEAK_MEMORY_METRIC
 
 from fakes.synthetic_runs import TrainRunSpec, log_study_runs, log_train_run

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from bridgetower_mlflow.compare.charts import write_charts
+from bridgetower_mlflow.compare.analysis.cost import PriceList
+from bridgetower_mlflow.compare.analysis.headline import build_headline
+from bridgetower_mlflow.compare.analysis.speedups import build_sections
+from bridgetower_mlflow.compare.charts.bar_charts import write_charts
+from bridgetower_mlflow.compare.charts.phase_chart import write_phase_chart
+from bridgetower_mlflow.compare.charts.plotting import pyplot
 from bridgetower_mlflow.compare.comparison import Comparison
-from bridgetower_mlflow.compare.cost import PriceList
-from bridgetower_mlflow.compare.export import to_csv, to_json
-from bridgetower_mlflow.compare.headline import build_headline
-from bridgetower_mlflow.compare.phase_chart import write_phase_chart
-from bridgetower_mlflow.compare.plotting import pyplot
-from bridgetower_mlflow.compare.records import record_from_run
-from bridgetower_mlflow.compare.speedups import build_sections
-from bridgetower_mlflow.compare.tables import headline_table, section_tables
+from bridgetower_mlflow.compare.read.train_runs import record_from_run
+from bridgetower_mlflow.compare.report.export import to_csv, to_json
+from bridgetower_mlflow.compare.report.tables import headline_table, section_tables
 
 from fakes.synthetic_runs import TrainRunSpec, fake_run
 

@@ -1,7 +1,8 @@
 """Published pairs across batch sizes (the blog's first version: Gaudi2 b40 vs A100 b32) and its corrected rows."""
 
-from bridgetower_mlflow.compare.headline import build_headline
-from bridgetower_mlflow.compare.published_pairs import build_published_pairs, setting_text
+from bridgetower_mlflow.compare.analysis.headline import build_headline
+from bridgetower_mlflow.compare.analysis.published_pairs import build_published_pairs, setting_text
+from bridgetower_mlflow.compare.analysis.speedups import build_sections
 from bridgetower_mlflow.compare.references.published import (
     ALL_CAVEATS,
     BLOG_V1_SOURCE,
@@ -9,7 +10,6 @@ from bridgetower_mlflow.compare.references.published import (
     extra_numbers,
     reference_records,
 )
-from bridgetower_mlflow.compare.speedups import build_sections
 
 from fakes.synthetic_runs import TrainRunSpec
 
@@ -46,7 +46,7 @@ def test_published_pairs_give_the_studys_ratios_each_device_at_its_largest_batch
 def test_measured_runs_are_never_paired_across_batch_sizes():
     from types import SimpleNamespace
 
-    from bridgetower_mlflow.compare.records import record_from_run
+    from bridgetower_mlflow.compare.read.train_runs import record_from_run
 
     from fakes.synthetic_runs import train_run_contents
 

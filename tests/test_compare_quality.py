@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bridgetower_mlflow.compare.charts import write_charts
+from bridgetower_mlflow.compare.analysis.speedups import build_sections
+from bridgetower_mlflow.compare.charts.bar_charts import write_charts
 from bridgetower_mlflow.compare.command import compare_command
-from bridgetower_mlflow.compare.eval_series import fetch_eval_series
 from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison
-from bridgetower_mlflow.compare.records import record_from_run
-from bridgetower_mlflow.compare.speedups import build_sections
+from bridgetower_mlflow.compare.read.eval_series import fetch_eval_series
+from bridgetower_mlflow.compare.read.train_runs import record_from_run
 
 from fakes.synthetic_runs import TrainRunSpec, fake_run, log_train_run
 
@@ -223,9 +223,9 @@ def test_the_eval_batch_is_part_of_the_configuration_and_seeds_are_repeats():
 
 
 def test_a_pair_compared_on_several_targets_names_the_one_whose_quality_differs():
-    from bridgetower_mlflow.compare.headline import build_headline
-    from bridgetower_mlflow.compare.quality_pairs import quality_pairs
-    from bridgetower_mlflow.compare.quality_text import quality_verdict
+    from bridgetower_mlflow.compare.analysis.headline import build_headline
+    from bridgetower_mlflow.compare.analysis.quality_pairs import quality_pairs
+    from bridgetower_mlflow.compare.report.quality_tables import quality_verdict
 
     specs = [("gaudi2", TARGET, 0.21), ("gaudi2", "", 0.5), ("h100", TARGET, 0.22), ("h100", "", 0.8)]
     records = [record_from_run(fake_run(TrainRunSpec(accel, 700.0, target=target, recall_at_5=recall,

@@ -9,8 +9,8 @@ import math
 import pytest
 from click.testing import CliRunner
 
+from bridgetower_mlflow.compare.analysis.convergence import Convergence, convergence_of, fewest_allowed
 from bridgetower_mlflow.compare.command import compare_command
-from bridgetower_mlflow.compare.convergence import Convergence, convergence_of, fewest_allowed
 
 from fakes.synthetic_runs import TrainRunSpec, log_train_run
 

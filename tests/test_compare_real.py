@@ -110,7 +110,7 @@ def test_real_noise_mark_follows_the_ranges(real, compare):
 
 def test_real_prices_give_usd_per_million_samples(real):
     comparison, section, cells = _cells(real[0], prices="cpu=0.10", price_source="a test figure, not a quote")
-    from bridgetower_mlflow.compare.export import csv_rows
+    from bridgetower_mlflow.compare.report.export import csv_rows
 
     row = next(r for r in csv_rows(comparison) if r["setting"] == "w0 decode=cpu")
     expected = 0.10 * 1 / (cells["w0 decode=cpu"].median * 3600) * 1e6

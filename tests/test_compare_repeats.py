@@ -5,15 +5,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from bridgetower_mlflow.compare.charts import efficiency_panels, write_charts
+from bridgetower_mlflow.compare.analysis.cost import PriceList
+from bridgetower_mlflow.compare.analysis.headline import build_headline
+from bridgetower_mlflow.compare.analysis.speedups import build_sections
+from bridgetower_mlflow.compare.analysis.stats import olympic_mean
+from bridgetower_mlflow.compare.charts.bar_charts import efficiency_panels, write_charts
 from bridgetower_mlflow.compare.comparison import Comparison
-from bridgetower_mlflow.compare.cost import PriceList
-from bridgetower_mlflow.compare.formatting import format_cell
-from bridgetower_mlflow.compare.headline import build_headline
-from bridgetower_mlflow.compare.records import record_from_run
-from bridgetower_mlflow.compare.speedups import build_sections
-from bridgetower_mlflow.compare.stats import olympic_mean
-from bridgetower_mlflow.compare.tables import section_tables
+from bridgetower_mlflow.compare.read.train_runs import record_from_run
+from bridgetower_mlflow.compare.report.tables import format_cell, section_tables
 
 from fakes.synthetic_runs import TrainRunSpec, train_run_contents
 

@@ -7,8 +7,8 @@ from click.testing import CliRunner
 
 from bridgetower_mlflow.compare.command import compare_command
 from bridgetower_mlflow.compare.flow import CompareOptions, run_compare, ui_links
-from bridgetower_mlflow.compare.records import fetch_run_records
-from bridgetower_mlflow.compare.scope import CompareScope
+from bridgetower_mlflow.compare.read.scope import CompareScope
+from bridgetower_mlflow.compare.read.train_runs import fetch_run_records
 
 from fakes.synthetic_runs import TrainRunSpec, log_study_runs, log_train_run
 

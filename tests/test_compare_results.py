@@ -5,7 +5,7 @@ Runs shaped like train's and the sweep's, in a real sqlite store."""
 import pytest
 
 from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison, run_compare
-from bridgetower_mlflow.compare.render import to_text
+from bridgetower_mlflow.compare.report.render import to_text
 from bridgetower_mlflow.contract import COMPARE_CELLS_TABLE, COMPARE_HEADLINE_TABLE, COMPARE_SCALING_TABLE
 
 from fakes.synthetic_runs import TrainRunSpec, log_train_run

@@ -10,7 +10,7 @@ import click
 from ..cli_support import CONTEXT, dual_option, mark_project_run_failed, reports_errors
 
 if TYPE_CHECKING:
-    from .gate import GateResult
+    from .analysis.gate import GateResult
 
 
 @click.command("compare", context_settings=CONTEXT)

@@ -6,10 +6,10 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .cost import PriceList
-from .headline import HeadlinePair
-from .published_pairs import PublishedPair
-from .speedups import ConfigSection
+from .analysis.cost import PriceList
+from .analysis.headline import HeadlinePair
+from .analysis.published_pairs import PublishedPair
+from .analysis.speedups import ConfigSection
 
 
 @dataclass(frozen=True)

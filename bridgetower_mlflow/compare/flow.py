@@ -1,9 +1,9 @@
-"""compare, end to end: scope -> records -> tables -> files -> a logged `compare` run."""
+"""compare, end to end: read (scope, train runs) -> analysis (sections, headline) -> report and charts (files) -> a
+logged `compare` run."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -16,20 +16,20 @@ from ..errors import ConfigError
 from ..redact import first_line, redact_text
 from ..tracking.links import TRAINING_VIEW
 from ..tracking.runs import FAILED, FINISHED, create_run, mark_training_experiment, settle_run
-from . import export, render
+from .analysis.gate import GateResult, check_gate
+from .analysis.headline import build_headline
+from .analysis.published_pairs import build_published_pairs
+from .analysis.speedups import build_sections
+from .analysis.stats import unmatched_notes
 from .comparison import Comparison
-from .eval_series import SeriesSet, fetch_eval_series
-from .gate import GateResult, check_gate, gate_document, write_gate
-from .headline import build_headline
 from .options import CompareOptions, ParsedOptions, parse_options
-from .progress import ReadProgress
-from .published_pairs import build_published_pairs
-from .records import FetchedRuns, fetch_run_records
+from .read.eval_series import SeriesSet, fetch_eval_series
+from .read.scope import CompareScope, nothing_matched, resolve_scope
+from .read.train_runs import FetchedRuns, ReadProgress, fetch_run_records
 from .references.published import ALL_CAVEATS, OWN_LARGEST_BATCH_SOURCES, reference_notes, reference_records
-from .repeats import unmatched_notes
-from .results import log_results
-from .scope import CompareScope, nothing_matched, resolve_scope
-from .speedups import build_sections
+from .report import export, render
+from .report.gate_file import gate_json, write_gate
+from .report.results import log_results
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -110,7 +110,7 @@ def write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool = Fa
 
 
 def _write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool, series: SeriesSet | None) -> list[Path]:
-    from .charts import write_charts
+    from .charts.bar_charts import write_charts
 
     output_dir.mkdir(parents=True, exist_ok=True)
     contents = {
@@ -121,7 +121,7 @@ def _write_outputs(comparison: Comparison, output_dir: Path, with_gate: bool, se
     }
     contents.update(export.quality_csvs(comparison))
     if with_gate:
-        contents[GATE_ARTIFACT] = json.dumps(gate_document(comparison), indent=2) + "\n"
+        contents[GATE_ARTIFACT] = gate_json(comparison)
     paths = []
     for name, text in contents.items():
         path = output_dir / name
@@ -139,7 +139,7 @@ def run_compare(options: CompareOptions, client: MlflowClient | None = None) -> 
     comparison, scope = build_comparison(client, options, parsed)
     gate = None
     if parsed.gate_document is not None:
-        gate = check_gate(comparison, parsed.gate_document, parsed.tolerance, options.gate.strip(),
+        gate = check_gate(comparison.sections, parsed.gate_document, parsed.tolerance, options.gate.strip(),
                           parsed.quality_tolerance)
         comparison = comparison.with_notes(gate.lines())
     gate_file = write_gate(comparison, options.write_gate.strip()) if options.write_gate.strip() else None

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from .cost import PriceList, parse_prices
-from .gate import DEFAULT_TOLERANCE, parse_tolerance, read_gate
-from .quality_gate import DEFAULT_QUALITY_TOLERANCE, parse_quality_tolerance
+from .analysis.cost import PriceList, parse_prices
+from .analysis.gate import DEFAULT_TOLERANCE, parse_tolerance
+from .analysis.quality_gate import DEFAULT_QUALITY_TOLERANCE, parse_quality_tolerance
+from .analysis.speedups import parse_allow_diff
 from .references.published import REFERENCES
-from .speedups import parse_allow_diff
+from .report.gate_file import read_gate
 
 
 @dataclass

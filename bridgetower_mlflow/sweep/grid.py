@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..compare.grouping import Setting
+from ..compare.analysis.grouping import Setting
 from ..config import DISTRIBUTION_STRATEGIES, parse_bool, parse_int
 from ..contract import DECODE_CPU, DECODE_DEVICE
 from ..errors import ConfigError

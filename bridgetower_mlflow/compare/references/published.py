@@ -8,7 +8,7 @@ its Gaudi3 baseline, Intel's performance table, and the blog's first version.
 from __future__ import annotations
 
 from ...contract import DECODE_CPU, DECODE_DEVICE
-from ..records import RunRecord
+from ..analysis.runs import RunRecord
 from .study import (
     H200_NOTE,
     STUDY_CAVEATS,

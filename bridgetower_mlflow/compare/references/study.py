@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...contract import CPU_STUDY_LOADER, DECODE_CPU, DECODE_DEVICE, MEDIAPIPE_LOADER
-from ..records import RunRecord
+from ..analysis.runs import RunRecord
 
 BLOG_SOURCE = "published: HF blog bridgetower (2023-08-29)"
 CI_SOURCE = "published: optimum-habana CI baseline (2025-02)"
