@@ -151,9 +151,13 @@ def summary(threads: int, pairs: list[dict]) -> list[str]:
             f"| process tree CPU ms per sample | {span([per_sample_ms(g) for g in on], 1)} | "
             f"{span([per_sample_ms(g) for g in off], 1)} | "
             f"{span([per_sample_ms(p['on']) / per_sample_ms(p['off']) for p in pairs])} |"]
-    for part, label_ in (("main", "main process"), ("workers", "data-loader workers")):
+    for part, label_ in (("main", "main process (every thread)"), ("workers", "data-loader workers")):
         rows.append(f"| {label_} CPU ms per sample | {span([1000 * g['cpu'][part] / g['samples'] for g in on], 1)} | "
                     f"{span([1000 * g['cpu'][part] / g['samples'] for g in off], 1)} | |")
+    main_thread = {id(g): 1000 * g["cpu"]["threads"].get("MainThread", 0.0) / g["samples"] for g in on + off}
+    rows.append(f"| the main thread (training) CPU ms per sample | {span([main_thread[id(g)] for g in on], 1)} | "
+                f"{span([main_thread[id(g)] for g in off], 1)} | "
+                f"{span([main_thread[id(p['on'])] / main_thread[id(p['off'])] for p in pairs])} |")
     busy = {mode: [g["cpu"]["tree"] / g["cpu"]["wall"] for g in trials] for mode, trials in (("on", on), ("off", off))}
     rows.append(f"| process tree CPU / wall time (cores it got) | {span(busy['on'], 2)} | {span(busy['off'], 2)} | |")
     shares = [100 * tracking_seconds(g) / g["cpu"]["tree"] for g in on]
