@@ -7,7 +7,7 @@ data/cpu_images.resize_center_crop to uint8 (its normalize runs once per batch o
 Backends interleaved over the repetitions, the first discarded, median samples/s of wall time, at
 the tiny (64) and base (288) image sizes. Last line: ratio=<fast / study at 288>. Not a test.
 
-    .venv/bin/python benchmarks/bench_image_backends.py [--images 60] [--repeats 5]
+    .venv/bin/python benchmarks/bench_image_backends.py [--images 60] [--repeats 5] [--smoke]
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=60)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="4 images, one repetition: does it still run?")
     opts = parser.parse_args()
+    if opts.smoke:
+        opts.images, opts.repeats = 4, 1
     paths = sample_jpegs(opts.images)
     pin_one_core()
     ratio = 0.0

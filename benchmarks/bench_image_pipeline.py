@@ -17,7 +17,7 @@ share the core):
 
 Last line: ratio=<ours / processor> (wall time). Not a test.
 
-    .venv/bin/python benchmarks/bench_image_pipeline.py [--images 200] [--repeats 7] [--size 288]
+    .venv/bin/python benchmarks/bench_image_pipeline.py [--images 200] [--repeats 7] [--size 288] [--smoke]
 """
 
 from __future__ import annotations
@@ -137,7 +137,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--size", type=int, default=288,
                         help="model image size (presets: tiny 64, base 288, large 294)")
+    parser.add_argument("--smoke", action="store_true", help="4 images, one repetition: does it still run?")
     opts = parser.parse_args()
+    if opts.smoke:
+        opts.images, opts.repeats = 4, 1
     from bridgetower_mlflow.data.cpu_images import BACKEND, CLIP_MEAN, CLIP_STD
 
     paths = sample_jpegs(opts.images)
@@ -161,6 +164,7 @@ def main() -> None:
         print(f"{label}: ours reaches {r['ours'] / floor:.0%} of the draft-decode floor "
               f"(worker part alone: {r['ours-worker'] / floor:.0%})")
     print(f"ratio={rates['ours'] / rates['processor']:.2f}")
+
 
 if __name__ == "__main__":
     main()

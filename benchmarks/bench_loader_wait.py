@@ -10,13 +10,13 @@ ratio=<measured wait / injected work> over the slow runs' measured windows (>= 1
 the excess is the real decode). Not a test.
 
     .venv/bin/python benchmarks/bench_loader_wait.py [--repeats 3] [--steps 10] [--cpu-per-batch 0.3]
-        [--accel cuda --model base]   (the device check runs it on the GPU)
+        [--accel cuda --model base]   (the device check runs it on the GPU) [--smoke]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import dataclasses
 import statistics
 import tempfile
 import time
@@ -51,17 +51,15 @@ def in_memory(dataset):
     return Rows()
 
 
-def measure(config, adapter, prepared, dataset) -> dict:
+def measure(config, prepared, dataset) -> dict:
+    """The window's figures of one training of `prepared` on `dataset`."""
     from bridgetower_mlflow.telemetry.sinks import NullSink
     from bridgetower_mlflow.telemetry.steps.throughput import combine_ranks
     from bridgetower_mlflow.train.trainer import build_trainer
 
-    original, prepared.data.train = prepared.data.train, dataset
-    try:
-        trainer, meter = build_trainer(config, prepared, NullSink())
-        trainer.train()
-    finally:
-        prepared.data.train = original
+    with_dataset = dataclasses.replace(prepared, data=dataclasses.replace(prepared.data, train=dataset))
+    trainer, meter = build_trainer(config, with_dataset, NullSink())
+    trainer.train()
     return combine_ranks([meter.result(config.per_device_train_batch_size)])
 
 
@@ -72,8 +70,10 @@ def main() -> None:
     parser.add_argument("--cpu-per-batch", type=float, default=0.3)
     parser.add_argument("--accel", default="cpu")
     parser.add_argument("--model", default="tiny")
+    parser.add_argument("--smoke", action="store_true", help="one repeat of 4 steps: does it still run?")
     opts = parser.parse_args()
-    os.environ.setdefault("BRIDGETOWER_MLFLOW_CACHE", "/tmp/btcache")
+    if opts.smoke:
+        opts.repeats, opts.steps, opts.cpu_per_batch = 1, 4, 0.05
     import transformers
 
     from bridgetower_mlflow.accelerators.registry import get_accelerator
@@ -96,7 +96,7 @@ def main() -> None:
         fractions, truth = {"slow": [], "fast": []}, []
         for _ in range(opts.repeats):
             for mode, dataset in (("slow", slow), ("fast", fast)):
-                metrics = measure(config, adapter, prepared, dataset)
+                metrics = measure(config, prepared, dataset)
                 fractions[mode].append(metrics["dataloader_wait_fraction"])
                 if mode == "slow":
                     waited = metrics["dataloader_wait_fraction"] * metrics["train_steady_state_seconds"]

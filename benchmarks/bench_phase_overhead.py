@@ -3,15 +3,20 @@
 Each trial is a fresh process training the tiny preset on the sample set through the public seam
 `bridgetower_mlflow.train.flow.train(config, tracked=False)` (no run, a NullSink: only the training loop and
 its callbacks, where the breakdown lives):
-- on: as shipped: the step marks in the Trainer (input, forward, backward), the clock's marker at each step's
-  end, the late read-back, the per-interval figures (logging_steps=1: every step) and the window;
-- off: the Trainer without the step-marks layer and without a clock (`with_step_marks` replaced by the
-  identity, `_phase_timing` by None): the step-timing callback's host bookkeeping is all that is left.
-Trials alternate on/off (order flipped every pair), each torch-thread setting in turn within a pair
-(OMP_NUM_THREADS: 1, and every core). Prints each setting's samples/s medians and on/off ratio, and last
-`ratio=<the lower of the settings' median on/off ratios>`. Not a test.
+- on: as shipped: the step marks in the Trainer (input, forward, backward), the step-timing callback with the
+  device's clock, the late read-back, the per-interval figures (logging_steps=1: every step) and the window;
+- off: the same Trainer as its `train()` starts (trainer_hooks.py, through transformers' callback API) without
+  the breakdown: its StepTimingCallback removed and its `step_timing` None, the state the Trainer's constructor
+  documents for "no phase marks". The trial checks that "on" logged phase figures and "off" none.
+Besides samples/s, each trial reads the process's CPU time (all threads) over the throughput window per trained
+sample. Trials alternate on/off (order flipped every pair), each `--threads` setting (OMP_NUM_THREADS) in turn
+within a pair; no pair starts that would end past `--budget` seconds (the first always runs). The breakdown's own
+work per step is also timed directly, in a loop on the calling thread's CPU clock: the marks of one micro-batch,
+the step's end, its read-back and its interval figures. Last line: ratio=<the lowest setting's median on/off
+samples/s>. Not a test.
 
-    .venv/bin/python benchmarks/bench_phase_overhead.py [--pairs 5] [--steps 40] [--batch 8]
+    .venv/bin/python benchmarks/bench_phase_overhead.py [--pairs 5] [--steps 40] [--batch 8] [--threads 1,2]
+        [--budget 540] [--smoke]
 """
 
 from __future__ import annotations
@@ -23,79 +28,50 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+WARMUP_STEPS = 3
 
 
-def trial(mode: str, steps: int, batch: int) -> None:
-    """One training (inside a trial process); prints its samples/s and the CPU time (all of the process's
-    threads) per trained sample while it fitted, as JSON."""
-    import time
+def trial(mode: str, steps: int, batch: int) -> dict:
+    """One training (inside a trial process): its samples/s, the CPU time (every thread of the process) per
+    trained sample over the throughput window, and how many phase figures it reported."""
+    from trainer_hooks import at_train_start, window_marks
 
-    import bridgetower_mlflow.train.flow as flow
-    import bridgetower_mlflow.train.trainer as trainer_module
     from bridgetower_mlflow.config import build_train_config
+    from bridgetower_mlflow.contract import MEASURED_SAMPLES_METRIC, THROUGHPUT_METRIC
+    from bridgetower_mlflow.telemetry.steps.step_timing import StepTimingCallback
+    from bridgetower_mlflow.train.flow import train
 
-    if mode == "off":
-        trainer_module.with_step_marks = lambda base: base  # the benchmark's own switch
-        trainer_module._phase_timing = lambda prepared: None
-    probe = [0.0, []]  # CPU seconds of this step so far, each step's (an upper bound: the probes cost too)
-    if mode == "on":
-        _probe_breakdown(probe)
-    fitting = flow.fit
-    spent = []
+    marks: list[float] = []
 
-    def timed_fit(*args, **kwargs):
-        started = time.process_time()
-        try:
-            return fitting(*args, **kwargs)
-        finally:
-            spent.append(time.process_time() - started)
+    def starting(trainer) -> None:
+        if mode == "off":
+            trainer.remove_callback(StepTimingCallback)
+            trainer.step_timing = None
+        trainer.add_callback(window_marks(WARMUP_STEPS, lambda: marks.append(time.process_time())))
 
-    flow.fit = timed_fit
+    at_train_start(starting)
     with tempfile.TemporaryDirectory() as output_dir:
         config = build_train_config(max_steps=steps, logging_steps=1, per_device_train_batch_size=batch,
                                     dataloader_num_workers=0, log_model=False, max_eval_samples=4,
-                                    max_seq_length=32, throughput_warmup_steps=3, output_dir=output_dir)
-        result = flow.train(config, tracked=False)
-    print(json.dumps({"samples_per_second": result.metrics["train_samples_per_second"],
-                      "cpu_per_sample": spent[0] / (steps * batch),
-                      "breakdown_cpu_per_step": statistics.median(probe[1][3:]) if probe[1][3:] else 0.0}))
-
-
-def _probe_breakdown(probe: list) -> None:
-    """Count, on the calling thread's CPU clock, what the step-timing callback's step end and marks spend."""
-    import time
-
-    from bridgetower_mlflow.telemetry.steps.step_timing import StepTimingCallback
-
-    for name in ("on_step_end", "mark", "add_samples"):
-        method = getattr(StepTimingCallback, name)
-
-        def timed(self, *args, _method=method, _name=name, **kwargs):
-            started = time.thread_time()
-            try:
-                return _method(self, *args, **kwargs)
-            finally:
-                probe[0] += time.thread_time() - started
-                if _name == "on_step_end":  # the step's marks and its end: one figure per step
-                    probe[1].append(probe[0])
-                    probe[0] = 0.0
-
-        setattr(StepTimingCallback, name, timed)
+                                    max_seq_length=32, throughput_warmup_steps=WARMUP_STEPS, output_dir=output_dir)
+        metrics = train(config, tracked=False).metrics
+    return {"samples_per_second": metrics[THROUGHPUT_METRIC],
+            "cpu_per_sample": (marks[-1] - marks[0]) / metrics[MEASURED_SAMPLES_METRIC],
+            "phase_figures": sum(key.startswith("train_phase_") for key in metrics)}
 
 
 def per_step_cost(steps: int = 2000) -> float:
     """Seconds of the calling thread's CPU the breakdown adds to one step on the host clock: the marks of one
     micro-batch, the step's end, its read-back and its interval figures (logging every step), in a loop."""
-    import time
-
     from bridgetower_mlflow.accelerators.base import BACKWARD_END, FORWARD_END, INPUT_END, INPUT_START, PhaseTiming
     from bridgetower_mlflow.telemetry.sinks import NullSink
     from bridgetower_mlflow.telemetry.steps.step_timing import StepTimingCallback
 
-    timing = StepTimingCallback(NullSink(), PhaseTiming(), lambda: 0.0, 3, 1)
+    timing = StepTimingCallback(NullSink(), PhaseTiming(), lambda: 0.0, WARMUP_STEPS, 1)
     state = argparse.Namespace(global_step=0, max_steps=steps)
     timing.on_train_begin(None, state, None)
     started = time.thread_time()
@@ -108,46 +84,66 @@ def per_step_cost(steps: int = 2000) -> float:
     return (time.thread_time() - started) / steps
 
 
-def run_trial(mode: str, threads: int, options: argparse.Namespace, cache: str) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "BRIDGETOWER_MLFLOW_CACHE": cache,
-           "BRIDGETOWER_PROGRESS_SECONDS": "1000", "HF_HUB_OFFLINE": "1"}
+def run_trial(mode: str, threads: int, options: argparse.Namespace) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "BRIDGETOWER_PROGRESS_SECONDS": "1000",
+           "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, __file__, "--trial", mode, "--steps", str(options.steps), "--batch",
                            str(options.batch)], capture_output=True, text=True, env=env, cwd=REPO, timeout=1800)
     if done.returncode:
         raise SystemExit(f"trial {mode} failed: {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    if (got["phase_figures"] > 0) != (mode == "on"):
+        raise SystemExit(f"trial {mode} reported {got['phase_figures']} phase figures: the switch did not hold")
+    return got
+
+
+def measure(options: argparse.Namespace, settings: list[int]) -> dict[int, dict[str, list[dict]]]:
+    """Every pair's trials: {threads: {"on": [...], "off": [...]}}."""
+    rates: dict[int, dict[str, list[dict]]] = {threads: {"on": [], "off": []} for threads in settings}
+    started = time.monotonic()
+    for pair in range(options.pairs):
+        spent = time.monotonic() - started
+        if pair and spent * (pair + 1) / pair > options.budget:
+            print(f"{pair} pairs in {spent:.0f} s: the next would end past the {options.budget:.0f} s budget")
+            break
+        for threads in settings:
+            for mode in (("on", "off") if pair % 2 == 0 else ("off", "on")):
+                rates[threads][mode].append(run_trial(mode, threads, options))
+            on, off = rates[threads]["on"][-1], rates[threads]["off"][-1]
+            print(f"pair {pair + 1} threads {threads}: on {on['samples_per_second']:.2f} off "
+                  f"{off['samples_per_second']:.2f} samples/s, on/off "
+                  f"{on['samples_per_second'] / off['samples_per_second']:.3f}; CPU per sample on/off "
+                  f"{on['cpu_per_sample'] / off['cpu_per_sample']:.3f}", flush=True)
+    return rates
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--threads", default="1",
+                        help="comma-separated OMP_NUM_THREADS settings, each in every pair (e.g. 1,2: with both "
+                             "torch threads on 2 shared cores a trial crawls and resolves nothing)")
+    parser.add_argument("--budget", type=float, default=540, help="seconds: no pair starts that would end later")
+    parser.add_argument("--smoke", action="store_true", help="one pair of 4-step trials: does it still run?")
     parser.add_argument("--trial", choices=("on", "off"))
     options = parser.parse_args()
+    if options.smoke:
+        options.pairs, options.steps, options.threads = 1, WARMUP_STEPS + 1, "1"
     if options.trial:
-        trial(options.trial, options.steps, options.batch)
+        print(json.dumps(trial(options.trial, options.steps, options.batch)))
         return
-    settings = (1, os.cpu_count() or 1)
-    cost = per_step_cost()
+    settings = [int(value) for value in options.threads.split(",")]
+    cost = per_step_cost(200 if options.smoke else 2000)
     print(f"the breakdown's own work per step (host clock, logging every step): {cost * 1e6:.0f} us of CPU",
           flush=True)
-    rates: dict[int, dict[str, list[dict]]] = {threads: {"on": [], "off": []} for threads in settings}
-    with tempfile.TemporaryDirectory() as cache:
-        from bridgetower_mlflow.data.sample import generate_sample_set
+    from bridgetower_mlflow.data.sample import generate_sample_set
 
-        os.environ["BRIDGETOWER_MLFLOW_CACHE"] = cache
-        generate_sample_set()
-        run_trial("on", settings[0], argparse.Namespace(steps=4, batch=options.batch), cache)  # caches FLOPs
-        for pair in range(options.pairs):
-            for threads in settings:
-                for mode in (("on", "off") if pair % 2 == 0 else ("off", "on")):
-                    rates[threads][mode].append(run_trial(mode, threads, options, cache))
-                on, off = rates[threads]["on"][-1], rates[threads]["off"][-1]
-                print(f"pair {pair + 1} threads {threads}: on {on['samples_per_second']:.2f} off "
-                      f"{off['samples_per_second']:.2f} samples/s, on/off "
-                      f"{on['samples_per_second'] / off['samples_per_second']:.3f}; CPU per sample on/off "
-                      f"{on['cpu_per_sample'] / off['cpu_per_sample']:.3f}", flush=True)
+    generate_sample_set()
+    if not options.smoke:  # the first trial in a cache counts the model's FLOPs: none of the timed ones does
+        run_trial("on", settings[0], argparse.Namespace(steps=WARMUP_STEPS + 1, batch=options.batch))
+    rates = measure(options, settings)
     medians = {}
     for threads in settings:
         pairs = [on["samples_per_second"] / off["samples_per_second"]
@@ -156,9 +152,6 @@ def main() -> None:
                for on, off in zip(rates[threads]["on"], rates[threads]["off"], strict=True)]
         medians[threads] = statistics.median(pairs)
         rate = statistics.median(r["samples_per_second"] for r in rates[threads]["on"])
-        inside = statistics.median(r["breakdown_cpu_per_step"] for r in rates[threads]["on"])
-        print(f"threads {threads}: inside real training the breakdown's callback and marks took {inside * 1e6:.0f} us "
-              f"of CPU per step (probed; median step past the warmup), {inside * rate / options.batch:.5f} of a step")
         print(f"threads {threads}: median on {rate:.2f} samples/s; median on/off {medians[threads]:.3f} "
               f"(pairs: {', '.join(f'{p:.3f}' for p in pairs)}); CPU per sample on/off {statistics.median(cpu):.3f}; "
               f"the breakdown's own work: {cost * rate / options.batch:.5f} of a step")

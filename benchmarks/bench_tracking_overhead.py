@@ -6,18 +6,18 @@ Each trial is a fresh process training the tiny preset on the sample set through
   (logging_steps=1), the system monitor (host CPU sampler, MLflow's collectors; 2 s), a sqlite store;
 - off: `tracked=False`, the flow a non-main rank takes: no run, a NullSink, no monitor; the
   trainer, callbacks and measurement window are identical.
-Inside each trial, at the two instants of the throughput window (after the warmup steps, end of
-training), the process tree's CPU time is read from /proc (main process with every thread, the
-data-loader workers live and reaped) and each thread's (by name: `system-monitor`,
-`mlflow-run-sender`, ...); in "on" trials each sampler's and each send's CPU time is also counted in
-the thread that runs it. CPU time per trained sample is the robust figure on shared cores while torch
-has a core to itself: other jobs slow the wall clock, not the CPU a sample takes (with torch on every
-busy core, OpenMP's spin-waits make both figures swing).
-Trials alternate on/off (order flipped every pair), each `--torch-threads` setting in turn within a
-pair. Last line: ratio=<median on/off samples/s of the first setting>. Not a test.
+Inside each trial, at the two instants of the throughput window (a TrainerCallback added through transformers'
+callback API: trainer_hooks.py), the process tree's CPU time is read from /proc (main process with every thread,
+the data-loader workers live and reaped) and each thread's by name (`system-monitor`, `mlflow-run-sender`, ...);
+every `MlflowClient.log_batch` is timed in the thread that calls it. CPU time per trained sample is the robust
+figure on shared cores while torch has a core to itself: other jobs slow the wall clock, not the CPU a sample
+takes (with torch on every busy core, OpenMP's spin-waits make both figures swing).
+Trials alternate on/off (order flipped every pair), each `--torch-threads` setting in turn within a pair; no
+pair starts that would end past `--budget` seconds (the first always runs). Last line: ratio=<median on/off
+samples/s of the first setting>. Not a test.
 
     .venv/bin/python benchmarks/bench_tracking_overhead.py [--pairs 7] [--steps 80] [--torch-threads 1]
-        [--lower-sender] [--json FILE] [--from-json FILE]
+        [--budget 540] [--json FILE] [--from-json FILE] [--smoke]
 """
 
 from __future__ import annotations
@@ -29,33 +29,40 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 TRACKING_THREADS = ("system-monitor", "mlflow-run-sender")
+WARMUP_STEPS = 3
 
 
 # -- inside a trial ---------------------------------------------------------------------------
 class Probes:
-    """CPU counters the trial's hooks fill; `window()` is what was spent between the two instants."""
+    """CPU counters the trial fills; `window()` is what was spent between the window's two instants."""
 
     def __init__(self):
         self.counters: dict[str, list[float]] = {}  # part -> [calls, CPU seconds]
         self.marks: list[tuple[object, dict]] = []
         self.nices: dict[str, int] = {}
 
-    def timed(self, part: str, function):
-        counter = self.counters.setdefault(part, [0, 0.0])
+    def count_log_batch(self) -> None:
+        """Every `MlflowClient.log_batch` (MLflow's public client: what the run buffer's sender and the run's
+        params go through), timed on the CPU clock of the thread that calls it, counted by that thread's name."""
+        from mlflow import MlflowClient
 
-        def wrapper(*args, **kwargs):
+        log_batch = MlflowClient.log_batch
+
+        def timed(*args, **kwargs):
+            counter = self.counters.setdefault(f"log_batch in {threading.current_thread().name}", [0, 0.0])
             started = time.thread_time()
             try:
-                return function(*args, **kwargs)
+                return log_batch(*args, **kwargs)
             finally:
                 counter[0] += 1
                 counter[1] += time.thread_time() - started
 
-        return wrapper
+        MlflowClient.log_batch = timed
 
     def mark(self) -> None:
         from process_cpu import snapshot, thread_nices
@@ -75,77 +82,37 @@ class Probes:
         return spent
 
 
-def install_probes(probes: Probes, lower_sender: bool) -> None:
-    """Hooks: the window's two instants, every sampler's sample(), the sender's sends and JSON lines;
-    with `lower_sender`, the sender thread first raises its own nice value by 10 (as it once did)."""
-    from bridgetower_mlflow.telemetry.steps import throughput
-    from bridgetower_mlflow.telemetry.system import monitor
-    from bridgetower_mlflow.tracking import metric_buffer
-
-    if lower_sender:
-        from bench_monitor_priority import lower_this_thread
-
-        run = metric_buffer.MetricBuffer._run
-
-        def lowered_run(self):
-            lower_this_thread()
-            return run(self)
-
-        metric_buffer.MetricBuffer._run = lowered_run
-
-    callback = throughput.ThroughputCallback
-    open_window, train_end = callback._open_window, callback.on_train_end
-
-    def _open_window(self, now):
-        probes.mark()
-        open_window(self, now)
-
-    def on_train_end(self, *args, **kwargs):
-        result = train_end(self, *args, **kwargs)
-        probes.mark()
-        return result
-
-    callback._open_window, callback.on_train_end = _open_window, on_train_end
-    start = monitor.SystemMonitor.start
-
-    def start_monitor(self):
-        for sampler in self.samplers:
-            name = type(getattr(sampler, "collector", sampler)).__name__
-            sampler.sample = probes.timed(f"sampler {name}", sampler.sample)
-        return start(self)
-
-    monitor.SystemMonitor.start = start_monitor
-    for name, part in (("send_records", "sender: send_records (log_batch)"), ("to_line", "sender: JSON lines")):
-        if hasattr(metric_buffer, name):
-            setattr(metric_buffer, name, probes.timed(part, getattr(metric_buffer, name)))
-
-
-def trial(mode: str, steps: int, batch: int, workers: int, folder: Path, lower_sender: bool) -> dict:
+def trial(mode: str, steps: int, batch: int, workers: int, folder: Path) -> dict:
     """One training run in this process; returns its steady-state figures and CPU times."""
+    from trainer_hooks import at_train_start, window_marks
+
     from bridgetower_mlflow.config import build_train_config
-    from bridgetower_mlflow.contract import MEASURED_STEPS_METRIC, THROUGHPUT_METRIC, WAIT_METRIC
+    from bridgetower_mlflow.contract import MEASURED_SAMPLES_METRIC, THROUGHPUT_METRIC, WAIT_METRIC
     from bridgetower_mlflow.train.flow import train
 
     probes = Probes()
-    install_probes(probes, lower_sender)
+    probes.count_log_batch()
+    at_train_start(lambda trainer: trainer.add_callback(window_marks(WARMUP_STEPS, probes.mark)))
     config = build_train_config(model="tiny", max_steps=steps, logging_steps=1, per_device_train_batch_size=batch,
                                 dataloader_num_workers=workers, log_model=False, output_dir=str(folder / "out"),
-                                experiment_name="bench-tracking-overhead", max_eval_samples=16)
+                                experiment_name="bench-tracking-overhead", max_eval_samples=16,
+                                throughput_warmup_steps=WARMUP_STEPS)
     result = train(config, tracked=mode == "on")
     return {"mode": mode, "samples_per_second": result.metrics[THROUGHPUT_METRIC],
-            "samples": result.metrics[MEASURED_STEPS_METRIC] * batch, "wait": result.metrics[WAIT_METRIC],
+            "samples": result.metrics[MEASURED_SAMPLES_METRIC], "wait": result.metrics[WAIT_METRIC],
             "cpu": probes.window()}
 
 
 # -- the driver -------------------------------------------------------------------------------
 def run_trial(mode: str, threads: int, opts, folder: Path) -> dict:
-    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}",
-           "BRIDGETOWER_MLFLOW_CACHE": str(opts.cache)}
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}"}
+    if opts.cache:
+        env["BRIDGETOWER_MLFLOW_CACHE"] = str(opts.cache)
     env.pop("OMP_NUM_THREADS", None)
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     cmd = [sys.executable, __file__, "--trial", mode, "--steps", str(opts.steps), "--batch", str(opts.batch),
-           "--workers", str(opts.workers), "--folder", str(folder)] + (["--lower-sender"] if opts.lower_sender else [])
+           "--workers", str(opts.workers), "--folder", str(folder)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode or not lines:
@@ -184,9 +151,13 @@ def summary(threads: int, pairs: list[dict]) -> list[str]:
             f"| process tree CPU ms per sample | {span([per_sample_ms(g) for g in on], 1)} | "
             f"{span([per_sample_ms(g) for g in off], 1)} | "
             f"{span([per_sample_ms(p['on']) / per_sample_ms(p['off']) for p in pairs])} |"]
-    for part, label_ in (("main", "main process"), ("workers", "data-loader workers")):
+    for part, label_ in (("main", "main process (every thread)"), ("workers", "data-loader workers")):
         rows.append(f"| {label_} CPU ms per sample | {span([1000 * g['cpu'][part] / g['samples'] for g in on], 1)} | "
                     f"{span([1000 * g['cpu'][part] / g['samples'] for g in off], 1)} | |")
+    main_thread = {id(g): 1000 * g["cpu"]["threads"].get("MainThread", 0.0) / g["samples"] for g in on + off}
+    rows.append(f"| the main thread (training) CPU ms per sample | {span([main_thread[id(g)] for g in on], 1)} | "
+                f"{span([main_thread[id(g)] for g in off], 1)} | "
+                f"{span([main_thread[id(p['on'])] / main_thread[id(p['off'])] for p in pairs])} |")
     busy = {mode: [g["cpu"]["tree"] / g["cpu"]["wall"] for g in trials] for mode, trials in (("on", on), ("off", off))}
     rows.append(f"| process tree CPU / wall time (cores it got) | {span(busy['on'], 2)} | {span(busy['off'], 2)} | |")
     shares = [100 * tracking_seconds(g) / g["cpu"]["tree"] for g in on]
@@ -210,12 +181,10 @@ def summary(threads: int, pairs: list[dict]) -> list[str]:
             continue
         nices = sorted({g["cpu"]["nice"].get(name) for g in on} - {None})
         rows.append(row(f"thread `{name}`" + (f" (nice {', '.join(map(str, nices))})" if nices else ""), seconds))
-        if name == "system-monitor":
-            rows += [row(f"&nbsp;&nbsp;{part}", [g["cpu"]["parts"].get(part, [0, 0.0])[1] for g in on])
-                     for part in parts if part.startswith("sampler")]
-        if name == "mlflow-run-sender":
-            rows += [row(f"&nbsp;&nbsp;{part}", [g["cpu"]["parts"].get(part, [0, 0.0])[1] for g in on])
-                     for part in parts if part.startswith("sender")]
+        rows += [row(f"&nbsp;&nbsp;of it `{part.split(' in ')[0]}`",
+                     [g["cpu"]["parts"].get(part, [0, 0.0])[1] for g in on])
+                 for part in parts if part.endswith(f" in {name}")
+                 and any(g["cpu"]["parts"].get(part, [0, 0.0])[0] for g in on)]
     rows.append(row("data-loader workers", [g["cpu"]["workers"] for g in on]))
     calls = {part: statistics.median(g["cpu"]["parts"].get(part, [0, 0.0])[0] for g in on) for part in parts}
     rows += ["", "calls per window (median): " + ", ".join(f"{part} {count:g}" for part, count in calls.items()),
@@ -233,19 +202,19 @@ def main() -> None:
     parser.add_argument("--torch-threads", default="1",
                         help="comma-separated OMP/torch threads per trial, each setting in every pair (0: torch's "
                              "default, every core); e.g. 0,1. The ratio line is the first setting's. Default 1: "
-                             "a core left free, the setting a shared machine can resolve (~8 min for 7 pairs)")
-    parser.add_argument("--cache", default=os.environ.get("BRIDGETOWER_MLFLOW_CACHE", "/tmp/btcache"))
-    parser.add_argument("--lower-sender", action="store_true",
-                        help="the run buffer's sender thread lowers its priority first, as the monitor does "
-                             "(what the one-line change proposed for MetricBuffer._run does)")
+                             "a core left free, the setting a shared machine can resolve")
+    parser.add_argument("--budget", type=float, default=540, help="seconds: no pair starts that would end later")
+    parser.add_argument("--cache", help="the project's cache folder for the trials (default: the project's own)")
     parser.add_argument("--json", help="also write every trial's figures to this file")
     parser.add_argument("--from-json", help="print the tables of a --json file instead of measuring")
+    parser.add_argument("--smoke", action="store_true", help="one pair of 4-step trials: does it still run?")
     parser.add_argument("--trial", choices=["on", "off"], help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     opts = parser.parse_args()
+    if opts.smoke:
+        opts.pairs, opts.steps, opts.torch_threads = 1, WARMUP_STEPS + 1, "1"
     if opts.trial:
-        print("RESULT " + json.dumps(trial(opts.trial, opts.steps, opts.batch, opts.workers, Path(opts.folder),
-                                           opts.lower_sender)))
+        print("RESULT " + json.dumps(trial(opts.trial, opts.steps, opts.batch, opts.workers, Path(opts.folder))))
         return
     if opts.from_json:
         saved = json.loads(Path(opts.from_json).read_text(encoding="utf-8"))
@@ -270,6 +239,10 @@ def measure(opts) -> dict:
         folder = Path(tmp)
         warm_store(folder)
         for pair in range(opts.pairs):
+            spent = time.monotonic() - started
+            if pair and spent * (pair + 1) / pair > opts.budget:
+                print(f"{pair} pairs in {spent:.0f} s: the next would end past the {opts.budget:.0f} s budget")
+                break
             order = ("on", "off") if pair % 2 == 0 else ("off", "on")
             for threads in settings:
                 got = {mode: run_trial(mode, threads, opts, folder) for mode in order}
@@ -282,8 +255,7 @@ def measure(opts) -> dict:
                       f"({per_sample_ms(on) / per_sample_ms(off):.3f}); tracking threads "
                       f"{100 * tracking_seconds(on) / on['cpu']['tree']:.2f} % of the tree's CPU, "
                       f"{100 * tracking_seconds(on) / on['cpu']['wall']:.2f} % of a core", flush=True)
-    lowered = "the sender lowered by the benchmark (--lower-sender), " if opts.lower_sender else ""
-    conditions = (f"tiny preset, batch {opts.batch}, {opts.steps} steps (3 warmup), logging every step, {lowered}"
+    conditions = (f"tiny preset, batch {opts.batch}, {opts.steps} steps ({WARMUP_STEPS} warmup), logging every step, "
                   f"{opts.workers} loader worker(s), {os.cpu_count()} cores; load average before {load[0]:.1f} / "
                   f"{load[1]:.1f} / {load[2]:.1f}, after {' / '.join(f'{v:.1f}' for v in os.getloadavg())}; "
                   f"{(time.monotonic() - started) / 60:.1f} min")

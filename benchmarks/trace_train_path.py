@@ -72,10 +72,11 @@ def trace(argv: list[str]) -> list[tuple[str, str]]:
 
 
 def main() -> None:
-    scratch = Path(tempfile.mkdtemp(prefix="trace-train-"))
-    os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{scratch / 'mlflow.db'}")
-    calls = trace(["train", "--max-steps", "5", "--per-device-train-batch-size", "8", "--dataloader-num-workers", "0",
-                   "--log-model", "false", "--output-dir", str(scratch / "out")])
+    with tempfile.TemporaryDirectory(prefix="trace-train-") as folder:
+        scratch = Path(folder)
+        os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{scratch / 'mlflow.db'}")
+        calls = trace(["train", "--max-steps", "5", "--per-device-train-batch-size", "8", "--dataloader-num-workers",
+                       "0", "--log-model", "false", "--output-dir", str(scratch / "out")])
     layers = layer_of()
     stops, climbs, previous = [], 0, None
     for module, function in calls:
