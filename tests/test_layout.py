@@ -79,8 +79,6 @@ def test_only_launch_ranks_reads_the_launcher_variables():
 
 # the one module that reads the process environment, and the one that reads the launchers' variables
 ENVIRONMENT_READERS = {"environment.py", "launch/ranks.py"}
-# moved after the compare restructure: compare's flow reads MLFLOW_RUN_ID, its scope MLFLOW_EXPERIMENT_ID/_NAME
-KNOWN_EXCEPTIONS = "compare/"
 
 
 def environment_reads(path: Path) -> list[str]:
@@ -105,9 +103,8 @@ def test_only_the_environment_module_reads_the_environment():
     """Every variable the project reads is read in environment.py (launch/ranks.py keeps the launchers' own)."""
     readers = {str(path.relative_to(PACKAGE)): environment_reads(path) for path in SOURCES}
     outside = {where: lines for where, lines in readers.items() if lines and where not in ENVIRONMENT_READERS}
-    assert {where: lines for where, lines in outside.items() if not where.startswith(KNOWN_EXCEPTIONS)} == {}
+    assert outside == {}
     assert all(readers[where] for where in ENVIRONMENT_READERS)
-    assert outside, "compare reads nothing itself any more: remove KNOWN_EXCEPTIONS"
 
 
 def test_the_environment_scan_finds_each_way_of_reading(tmp_path):

@@ -4,7 +4,6 @@ logged `compare` run."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..contract import NOTE_LIMIT, NOTE_TAG, RUN_KIND_COMPARE, RUN_KIND_TAG
 from ..disk_space import writing
+from ..environment import project_run_id
 from ..errors import ConfigError
 from ..redact import first_line, redact_text
 from ..tracking.links import TRAINING_VIEW
@@ -191,7 +191,7 @@ def log_compare_run(client: MlflowClient, options: CompareOptions, scope: Compar
 
     tags = _summary_tags(options, scope, outcome)
     tags[NOTE_TAG] = _note(outcome.markdown)
-    run_id = options.parent_run_id or os.environ.get("MLFLOW_RUN_ID") or ""
+    run_id = options.parent_run_id or project_run_id() or ""
     created = not run_id
     if created:
         name = f"compare {outcome.comparison.run_count} runs"

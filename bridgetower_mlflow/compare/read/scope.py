@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...contract import PARENT_RUN_TAG
+from ...environment import experiment_from_environment
 from ...errors import ConfigError, NoMatchingRuns
 from .train_runs import FetchedRuns, accelerators_found, combine_filters
 
@@ -81,10 +81,9 @@ def _default_experiments(client: MlflowClient, parent_run_id: str) -> dict[str, 
     if parent_run_id:
         exp_id = _parent_experiment(client, parent_run_id)
         return {exp_id: _experiment_name(client, exp_id)}
-    env_id = os.environ.get("MLFLOW_EXPERIMENT_ID")
+    env_name, env_id = experiment_from_environment()
     if env_id:
         return {env_id: _experiment_name(client, env_id)}
-    env_name = os.environ.get("MLFLOW_EXPERIMENT_NAME")
     if env_name:
         return {e.experiment_id: e.name for e in [client.get_experiment_by_name(env_name)] if e}
     return {e.experiment_id: e.name for e in client.search_experiments()}
