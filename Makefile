@@ -29,7 +29,7 @@ $(TEST_STAMP): $(STAMP)
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 		{ apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; }
-	# OpenMPI's mpirun: Gaudi's self-launch line is tested against the real one (tests/test_launch_stop.py)
+	# OpenMPI's mpirun: Gaudi's self-launch line is tested against the real one (tests/launch/test_launch_stop.py)
 	@command -v mpirun >/dev/null || { apt-get update -qq && apt-get install -y -qq openmpi-bin >/dev/null; }
 	touch $@
 
@@ -59,14 +59,14 @@ lint: install-test
 
 # On the Gaudi stack: optimum-habana's own tests, every vendor-Python test, and the CPU path's train, resume and
 # serve tests (transformers 4.55 is the floor of the declared range)
-GAUDI_TESTS := tests/test_gaudi_stack.py tests/test_gaudi_recipe.py tests/test_accel_gaudi.py tests/test_gaudi_process.py \
-	tests/test_media_pipe.py tests/test_gaudi_detect.py tests/test_device_telemetry.py tests/test_train_project.py \
-	tests/test_resume_loaders.py tests/test_resume_checkpoint.py tests/test_model_serving.py tests/test_modeling.py \
-	tests/test_efficiency.py tests/test_throughput.py tests/test_environments.py tests/test_small_splits.py
+GAUDI_TESTS := tests/accelerators/test_gaudi_stack.py tests/accelerators/test_gaudi_recipe.py tests/accelerators/test_accel_gaudi.py tests/accelerators/test_gaudi_process.py \
+	tests/data/test_media_pipe.py tests/accelerators/test_gaudi_detect.py tests/samplers/test_device_telemetry.py tests/train/test_train_project.py \
+	tests/train/test_resume_loaders.py tests/train/test_resume_checkpoint.py tests/model/test_model_serving.py tests/model/test_modeling.py \
+	tests/telemetry/test_efficiency.py tests/telemetry/test_throughput.py tests/project/test_environments.py tests/train/test_small_splits.py
 # truth (issue 30): the real GaudiTrainer's GA and resume runs held to the observer
-GAUDI_TESTS += tests/test_truth_gaudi.py
-GAUDI_TESTS += tests/test_phases_gaudi.py tests/test_phases.py  # the phase breakdown through the real GaudiTrainer
-GAUDI_TESTS += tests/test_epoch_start_truth.py  # transformers 4.55 (the floor) opens each epoch the same way
+GAUDI_TESTS += tests/truth/test_truth_gaudi.py
+GAUDI_TESTS += tests/telemetry/test_phases_gaudi.py tests/telemetry/test_phases.py  # the phase breakdown through the real GaudiTrainer
+GAUDI_TESTS += tests/truth/test_epoch_start_truth.py  # transformers 4.55 (the floor) opens each epoch the same way
 
 test: lint install-gaudi
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile  # files side by side: many tests wait on servers and clocks

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
 from bridgetower_mlflow.accelerators.cpu import CpuAccelerator
 from bridgetower_mlflow.accelerators.cuda import nvjpeg
 from bridgetower_mlflow.accelerators.cuda.adapter import CudaAccelerator
@@ -27,11 +26,11 @@ from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError, Devic
 from bridgetower_mlflow.launch.ranks import RankInfo
 from bridgetower_mlflow.samplers.mlflow_collectors import mlflow_collectors
 
-from fakes import fake_cuda
-from fakes.data import make_jpeg_dataset, pil_reference
-from fakes.native_libs import Mig, gpus, nvml_stub  # noqa: F401 - nvml_stub: a fixture
-from fakes.native_libs.observation import observe
-from fakes.requests import MEAN, STD, decode_request, device, settings
+from tests.fakes import fake_cuda
+from tests.fakes.data import make_jpeg_dataset, pil_reference
+from tests.fakes.native_libs import Mig, gpus, nvml_stub  # noqa: F401 - nvml_stub: a fixture
+from tests.fakes.native_libs.observation import observe
+from tests.fakes.requests import MEAN, STD, decode_request, device, settings
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no NVIDIA GPU visible to torch")
 COMMON = {"output_dir": "out", "per_device_train_batch_size": 4, "report_to": "none", "remove_unused_columns": False}
@@ -328,7 +327,7 @@ SAMPLERS_IN_A_CHILD = (
 
 def test_nvml_library_missing_turns_telemetry_off(nvml_stub, tmp_path):
     """In a child process: found through LD_LIBRARY_PATH by its soname, then absent (pynvml's LibraryNotFound)."""
-    env = {**nvml_stub.env(), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**nvml_stub.env(), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     found = subprocess.run([sys.executable, "-c", SAMPLERS_IN_A_CHILD], env=env, capture_output=True, text=True,
                            timeout=120, cwd=tmp_path)
     assert found.stdout.splitlines()[-2:] == ["['NvmlSampler']", "driver 570.86.15"], found.stderr

@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
 from bridgetower_mlflow.accelerators.gaudi import detect as gaudi_detect
 from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator
 from bridgetower_mlflow.accelerators.gaudi.arguments import (
@@ -24,11 +22,11 @@ from bridgetower_mlflow.accelerators.gaudi.arguments import (
 from bridgetower_mlflow.accelerators.installed import module_present
 from bridgetower_mlflow.errors import AcceleratorUnavailable, ConfigError
 
-from fakes import (
+from tests.fakes import (
     BRIDGE,
     install_habana,
 )
-from fakes.requests import device, settings
+from tests.fakes.requests import device, settings
 
 COMMON = {"output_dir": "out", "per_device_train_batch_size": 48, "report_to": "none",
           "remove_unused_columns": False, "adam_epsilon": 1e-8, "use_cpu": True}

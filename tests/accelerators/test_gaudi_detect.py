@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from bridgetower_mlflow.accelerators.gaudi import detect as gaudi_detect
 from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator
 from bridgetower_mlflow.accelerators.gaudi.arguments import NATIVE_PATH, OPTIMUM_PATH
 from bridgetower_mlflow.accelerators.installed import package_version
 from bridgetower_mlflow.errors import AcceleratorUnavailable
 
-from fakes import install_habana
-from fakes.native_libs import hlml_stub, hpus  # noqa: F401 - hlml_stub: a fixture
+from tests.fakes import install_habana
+from tests.fakes.native_libs import hlml_stub, hpus  # noqa: F401 - hlml_stub: a fixture
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,8 @@ import pytest
 
 from bridgetower_mlflow.accelerators.installed import package_version
 
-from conftest import run_cli
-from fakes import BRIDGE
+from tests.conftest import run_cli
+from tests.fakes import BRIDGE
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,8 @@ def test_train_sets_the_execution_mode_before_torch_loads_the_bridge(tmp_path, s
 def test_a_broken_torchvision_does_not_break_a_run_that_does_not_decode_on_the_device(tmp_path, sqlite_uri,
                                                                                     cache_dir):
     from mlflow.tracking import MlflowClient
-    from test_accel_cuda import broken_torchvision
+
+    from tests.accelerators.test_accel_cuda import broken_torchvision
 
     folder = broken_torchvision(tmp_path / "site")
     done = run_cli(["train", "--accel", "cpu", "--max-steps", "4", "--log-model", "false",

@@ -4,21 +4,17 @@ GaudiTrainer as installed, over the on-disk fake of Habana's PyTorch bridge. Run
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("optimum.habana", reason="the Gaudi stack (optimum-habana 1.21.2) runs in .venv-gaudi")
 
-sys.path.insert(0, str(Path(__file__).parent))
 from optimum.habana import GaudiTrainer, GaudiTrainingArguments
 
 from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator, supported_strategies
 from bridgetower_mlflow.accelerators.gaudi.arguments import OPTIMUM_PATH
 
-from fakes import install_habana
-from fakes.requests import device, settings
+from tests.fakes import install_habana
+from tests.fakes.requests import device, settings
 
 COMMON = {"output_dir": "out", "per_device_train_batch_size": 48, "report_to": "none",
           "remove_unused_columns": False, "adam_epsilon": 1e-6}

@@ -20,8 +20,8 @@ pytest.importorskip("optimum.habana", reason="the Gaudi stack (optimum-habana 1.
 
 from bridgetower_mlflow.data.sample import default_sample_dir
 
-from conftest import BIN, REPO, run_cli
-from fakes import BRIDGE
+from tests.conftest import BIN, REPO, run_cli
+from tests.fakes import BRIDGE
 
 pytestmark = pytest.mark.slow
 

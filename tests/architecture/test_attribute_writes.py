@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "bridgetower_mlflow"
+PACKAGE = Path(__file__).resolve().parents[2] / "bridgetower_mlflow"
 MUTATORS = {"update", "append", "extend", "pop", "clear", "setdefault", "insert", "remove", "add", "discard", "popitem"}
 ALLOWED = {
     # accelerate builds the train loader: its base loader (or a device loader's host reader) is swapped for the

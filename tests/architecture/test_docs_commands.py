@@ -27,7 +27,7 @@ import yaml
 
 from bridgetower_mlflow.cli import main as cli_group
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DOCS = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
 SEPARATORS = {";", "&", "&&", "|", "||"}
 FENCE = re.compile(r"^\s*(```|~~~)")

@@ -13,7 +13,7 @@ import yaml
 
 from bridgetower_mlflow.config import SCHEMA, build_train_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "bridgetower_mlflow"
 MODULES = sorted(".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
                  for p in PACKAGE.rglob("*.py"))

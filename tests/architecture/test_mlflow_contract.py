@@ -19,9 +19,9 @@ from bridgetower_mlflow.telemetry.system.monitor import NODE_SERIES
 from bridgetower_mlflow.tracking.runs import create_named_run, default_experiment_id
 from bridgetower_mlflow.tracking.store_init import ready_store
 
-from fakes.native_libs import gpus, nvml_stub  # noqa: F401 - nvml_stub: a fixture
+from tests.fakes.native_libs import gpus, nvml_stub  # noqa: F401 - nvml_stub: a fixture
 
-PACKAGE = Path(__file__).resolve().parents[1] / "bridgetower_mlflow"
+PACKAGE = Path(__file__).resolve().parents[2] / "bridgetower_mlflow"
 
 
 def _private_mlflow_uses(path: Path) -> list[str]:
@@ -153,7 +153,7 @@ def test_a_bad_system_metrics_variable_is_one_line_naming_it(environ, line):
 def test_a_run_with_system_metrics_off_logs_no_system_series(cache_dir, sqlite_uri):
     """MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING=false, as MLflow users turn its monitor off: the run trains and is
     measured, and no `system/...` series is sampled."""
-    from conftest import run_cli
+    from tests.conftest import run_cli
 
     tiny = ["--max-steps", "3", "--logging-steps", "1", "--throughput-warmup-steps", "1",
             "--per-device-train-batch-size", "4", "--max-train-samples", "16", "--max-eval-samples", "4",

@@ -8,7 +8,7 @@ import ast
 import importlib
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "bridgetower_mlflow"
 HOME = PACKAGE / "samplers"
 SAMPLER_METHODS = ("sample", "energy_joules")  # what makes a class a sampler or an energy counter

@@ -9,7 +9,7 @@ import pytest
 
 from bridgetower_mlflow.data.sample import generate_sample_set
 
-from conftest import mlflow_run, no_running_runs, run_cli
+from tests.conftest import mlflow_run, no_running_runs, run_cli
 
 FAST = ["--max-steps", "4", "--logging-steps", "2"]
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
@@ -138,7 +138,7 @@ def test_caption_column_of_numbers_is_one_line(cache_dir, sqlite_uri, tmp_path):
 
 def _record(args, env, line):
     """The table of bad inputs and their messages, kept as a test artifact for review."""
-    from conftest import ARTIFACTS
+    from tests.conftest import ARTIFACTS
 
     ARTIFACTS.mkdir(exist_ok=True)
     with open(ARTIFACTS / "bad-inputs.md", "a", encoding="utf-8") as table:

@@ -28,7 +28,7 @@ from bridgetower_mlflow.sweep.command import sweep_command
 from bridgetower_mlflow.tracking.params import prepare_params
 from bridgetower_mlflow.train.command import train_command
 
-from conftest import no_running_runs
+from tests.conftest import no_running_runs
 
 HOSTILE = {"empty": "", "whitespace": " \t ", "huge": "99999999999999999999", "negative": "-1",
            "huge negative": "-99999999999999999999", "1e99": "1e99", "nan": "nan", "inf": "inf",

@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 from bridgetower_mlflow.contract import MODEL_URI_TAG
 from bridgetower_mlflow.data.sample import generate_sample_set
 
-from conftest import MlflowServer, no_running_runs, run_cli
+from tests.conftest import MlflowServer, no_running_runs, run_cli
 
 QUICK = ["--max-steps", "3", "--logging-steps", "1", "--throughput-warmup-steps", "1", "--dataloader-num-workers", "0",
          "--per-device-train-batch-size", "4"]

@@ -15,7 +15,7 @@ from bridgetower_mlflow.compare.read.train_runs import record_from_run
 from bridgetower_mlflow.compare.report.render import to_text
 from bridgetower_mlflow.compare.report.tables import section_tables
 
-from fakes.synthetic_runs import TrainRunSpec, fake_run
+from tests.fakes.synthetic_runs import TrainRunSpec, fake_run
 
 # samples/s of three repeats per device count: per device 10, 9 and 7 (efficiency 90 % at 2, 70 % at 4)
 CPU_RUNS = {1: (9.9, 10.0, 10.1), 2: (17.8, 18.0, 18.2), 4: (27.6, 28.0, 28.4)}

@@ -14,7 +14,7 @@ from bridgetower_mlflow.compare.report import export, render
 from bridgetower_mlflow.compare.report.tables import section_tables
 from bridgetower_mlflow.contract import PEAK_MEMORY_METRIC
 
-from fakes.synthetic_runs import TrainRunSpec, train_run_contents
+from tests.fakes.synthetic_runs import TrainRunSpec, train_run_contents
 
 
 def _record(accel, value, run_id, memory=None, **fields):

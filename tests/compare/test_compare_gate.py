@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from bridgetower_mlflow.compare.command import compare_command
 
-from fakes.synthetic_runs import STUDY_RUNS, TrainRunSpec, log_study_runs, log_train_run
+from tests.fakes.synthetic_runs import STUDY_RUNS, TrainRunSpec, log_study_runs, log_train_run
 
 
 def _log_study_set(client, experiment_id, factor=1.0, only=None):

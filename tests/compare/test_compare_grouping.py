@@ -10,7 +10,7 @@ from bridgetower_mlflow.compare.analysis.speedups import build_sections, parse_a
 from bridgetower_mlflow.compare.read.train_runs import record_from_run
 from bridgetower_mlflow.errors import ConfigError
 
-from fakes.synthetic_runs import TrainRunSpec, train_run_contents
+from tests.fakes.synthetic_runs import TrainRunSpec, train_run_contents
 
 
 def _run(spec: TrainRunSpec, run_id="r", **param_overrides):

@@ -12,7 +12,7 @@ from bridgetower_mlflow.compare.references.published import ALL_CAVEATS
 from bridgetower_mlflow.compare.report import export, render
 from bridgetower_mlflow.contract import PEAK_MEMORY_METRIC
 
-from fakes.synthetic_runs import TrainRunSpec, log_study_runs, log_train_run
+from tests.fakes.synthetic_runs import TrainRunSpec, log_study_runs, log_train_run
 
 FOUR_RATIOS = {("gaudi2", "h100"): (1.28, 1.41), ("gaudi2", "a100"): (2.23, 2.45)}
 PRICES = "gaudi2=1.20,h100=2.50,a100=1.10"

@@ -17,7 +17,7 @@ from bridgetower_mlflow.compare.read.train_runs import record_from_run
 from bridgetower_mlflow.compare.report.export import to_csv, to_json
 from bridgetower_mlflow.compare.report.tables import headline_table, section_tables
 
-from fakes.synthetic_runs import TrainRunSpec, fake_run
+from tests.fakes.synthetic_runs import TrainRunSpec, fake_run
 
 
 def record(run_id: str, **fields):

@@ -11,7 +11,7 @@ from bridgetower_mlflow.compare.references.published import (
     reference_records,
 )
 
-from fakes.synthetic_runs import TrainRunSpec
+from tests.fakes.synthetic_runs import TrainRunSpec
 
 # The study's own ratios (Gaudi2 b40 / A100 b32), each Gaudi2 row against the A100 row it was compared with.
 STUDY_PAIRS = {"w0 decode=cpu ddp": (2.53, True), "w1 decode=cpu ddp": (2.16, True),
@@ -48,7 +48,7 @@ def test_measured_runs_are_never_paired_across_batch_sizes():
 
     from bridgetower_mlflow.compare.read.train_runs import record_from_run
 
-    from fakes.synthetic_runs import train_run_contents
+    from tests.fakes.synthetic_runs import train_run_contents
 
     records = []
     for accel, batch, value in (("gaudi2", 40, 532.4), ("a100", 32, 210.5)):

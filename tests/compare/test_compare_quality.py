@@ -17,7 +17,7 @@ from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison
 from bridgetower_mlflow.compare.read.eval_series import fetch_eval_series
 from bridgetower_mlflow.compare.read.train_runs import record_from_run
 
-from fakes.synthetic_runs import TrainRunSpec, fake_run, log_train_run
+from tests.fakes.synthetic_runs import TrainRunSpec, fake_run, log_train_run
 
 TARGET = "eval_recall_at_5>=0.2"
 INTERVAL = 384.0  # samples between evaluations

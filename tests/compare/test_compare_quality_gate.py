@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from bridgetower_mlflow.compare.analysis.convergence import Convergence, convergence_of, fewest_allowed
 from bridgetower_mlflow.compare.command import compare_command
 
-from fakes.synthetic_runs import TrainRunSpec, log_train_run
+from tests.fakes.synthetic_runs import TrainRunSpec, log_train_run
 
 TARGET = "eval_recall_at_5>=0.2"
 REFERENCE = (960.0, 1152.0, 1152.0, 1152.0, 1344.0)  # samples to target of the gate's five repeats

@@ -12,8 +12,8 @@ from bridgetower_mlflow.compare.command import compare_command
 from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison
 from bridgetower_mlflow.compare.formatting import format_number
 
-from conftest import BIN, mlflow_run
-from fakes.synthetic_runs import log_scaled_copy
+from tests.conftest import BIN, mlflow_run
+from tests.fakes.synthetic_runs import log_scaled_copy
 
 pytestmark = pytest.mark.slow
 # every run evaluates at steps 3 and 6 and aims at a target the first evaluation reaches (training goes on)

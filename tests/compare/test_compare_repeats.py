@@ -14,7 +14,7 @@ from bridgetower_mlflow.compare.comparison import Comparison
 from bridgetower_mlflow.compare.read.train_runs import record_from_run
 from bridgetower_mlflow.compare.report.tables import format_cell, section_tables
 
-from fakes.synthetic_runs import TrainRunSpec, train_run_contents
+from tests.fakes.synthetic_runs import TrainRunSpec, train_run_contents
 
 
 def _record(accel, value, run_id, **fields):

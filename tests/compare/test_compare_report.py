@@ -10,7 +10,7 @@ from bridgetower_mlflow.compare.flow import CompareOptions, run_compare, ui_link
 from bridgetower_mlflow.compare.read.scope import CompareScope
 from bridgetower_mlflow.compare.read.train_runs import fetch_run_records
 
-from fakes.synthetic_runs import TrainRunSpec, log_study_runs, log_train_run
+from tests.fakes.synthetic_runs import TrainRunSpec, log_study_runs, log_train_run
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison, ru
 from bridgetower_mlflow.compare.report.render import to_text
 from bridgetower_mlflow.contract import COMPARE_CELLS_TABLE, COMPARE_HEADLINE_TABLE, COMPARE_SCALING_TABLE
 
-from fakes.synthetic_runs import TrainRunSpec, log_train_run
+from tests.fakes.synthetic_runs import TrainRunSpec, log_train_run
 
 GPU_PHASES = (("data_wait", 0.31), ("host_to_device", 0.04), ("forward", 0.2), ("backward", 0.3),
               ("optimizer", 0.05), ("all_reduce", 0.05), ("other", 0.05))

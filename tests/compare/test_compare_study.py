@@ -4,7 +4,7 @@ import pytest
 
 from bridgetower_mlflow.compare.flow import CompareOptions, build_comparison
 
-from fakes.synthetic_runs import TrainRunSpec, log_study_runs, log_train_run
+from tests.fakes.synthetic_runs import TrainRunSpec, log_study_runs, log_train_run
 
 
 @pytest.fixture(scope="module")

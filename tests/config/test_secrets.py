@@ -18,7 +18,7 @@ import pytest
 from bridgetower_mlflow.config import build_train_config
 from bridgetower_mlflow.errors import ConfigError
 
-from conftest import AUTH_ADMIN, mlflow_run, no_running_runs, run_cli
+from tests.conftest import AUTH_ADMIN, mlflow_run, no_running_runs, run_cli
 
 TOKEN = "hf_" + "Kp4" * 12
 MLFLOW_LOG_LINE = re.compile(r"\d{4}/\d\d/\d\d \d\d:\d\d:\d\d [A-Z]+ mlflow[.\w]*: ")  # `mlflow run`'s own logger

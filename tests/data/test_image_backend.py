@@ -22,7 +22,7 @@ from bridgetower_mlflow.data.cpu_images import (
 from bridgetower_mlflow.data.sample import generate_sample_set
 from bridgetower_mlflow.data.study_images import StudyImageTransform, study_pixels
 
-from conftest import no_running_runs, run_cli
+from tests.conftest import no_running_runs, run_cli
 
 SIZE = 288
 

@@ -43,7 +43,7 @@ from bridgetower_mlflow.data.cpu_images import (
 )
 from bridgetower_mlflow.data.sample import generate_sample_set
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SIZE, LARGE = 288, 294  # the base and the large preset's image sizes
 SET_MEAN = 0.03  # the bound on the mean difference over a set of JPEGs
 SPAN = (1 - min(CLIP_MEAN)) / min(CLIP_STD) + max(CLIP_MEAN) / min(CLIP_STD)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,17 +18,16 @@ import torch
 # the media loader's Python runs in .venv-gaudi (make test-gaudi); in .venv it would break ray.init
 pytest.importorskip("habana_frameworks.mediapipe", reason="habana-media-loader is installed in .venv-gaudi")
 
-sys.path.insert(0, str(Path(__file__).parent))
 from bridgetower_mlflow.accelerators.gaudi import media_pipe as habana_media_pipe
 from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator
 from bridgetower_mlflow.data.device_decode.batch_plan import RankBatchPlan
 from bridgetower_mlflow.data.device_decode.jpeg_files import cache_folder, write_once
 from bridgetower_mlflow.errors import DeviceDecodeUnavailable
 
-from fakes import install_habana
-from fakes.data import make_jpeg_dataset, pil_reference
-from fakes.habana_native import install_media_natives, install_media_stack, purge_media_modules
-from fakes.requests import MEAN, STD, decode_request
+from tests.fakes import install_habana
+from tests.fakes.data import make_jpeg_dataset, pil_reference
+from tests.fakes.habana_native import install_media_natives, install_media_stack, purge_media_modules
+from tests.fakes.requests import MEAN, STD, decode_request
 
 
 @pytest.fixture(autouse=True)

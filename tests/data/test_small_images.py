@@ -16,7 +16,6 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 from PIL import Image
-from test_image_backend import reference as study_reference
 
 from bridgetower_mlflow.data import cpu_images
 from bridgetower_mlflow.data.collate import collate_batch
@@ -28,7 +27,8 @@ from bridgetower_mlflow.data.study_images import StudyImageTransform, study_pixe
 from bridgetower_mlflow.errors import DataError
 from bridgetower_mlflow.telemetry.steps.loader_wait import TimedLoader
 
-from conftest import no_running_runs, run_cli
+from tests.conftest import no_running_runs, run_cli
+from tests.data.test_image_backend import reference as study_reference
 
 SIZE = 64  # the tiny preset's input
 # (width, height): a pixel, slivers both ways, thumbnails, one pixel short, exact, larger than the input

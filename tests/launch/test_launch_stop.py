@@ -24,8 +24,8 @@ from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.accelerators.gaudi.arguments import mpirun_command, physical_core_layout
 
-from conftest import BIN, REPO, no_running_runs, run_cli
-from fakes import BRIDGE
+from tests.conftest import BIN, REPO, no_running_runs, run_cli
+from tests.fakes import BRIDGE
 
 pytestmark = pytest.mark.slow
 CLEANUP_S = 6.0  # rank 0's cleanup: longer than OpenMPI's default kill sequence (~2 s), well inside the grace

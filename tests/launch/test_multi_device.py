@@ -7,7 +7,7 @@ import sys
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import BIN, free_port, mlflow_run, no_running_runs
+from tests.conftest import BIN, free_port, mlflow_run, no_running_runs
 
 pytestmark = pytest.mark.slow
 SMALL = {"accel": "cpu", "devices": 2, "max_steps": 6, "logging_steps": 2, "per_device_train_batch_size": 16,

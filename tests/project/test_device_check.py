@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, no_running_runs
+from tests.conftest import REPO, no_running_runs
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-from conftest import REPO, no_running_runs, run_cli
+from tests.conftest import REPO, no_running_runs, run_cli
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 

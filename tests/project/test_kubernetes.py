@@ -13,7 +13,7 @@ import socket
 import pytest
 import yaml
 
-from conftest import REPO
+from tests.conftest import REPO
 
 DEPLOY = REPO / "deploy" / "kubernetes"
 K8S_VERSION = "1.33.0"  # a version kubernetes-validate ships a schema for

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import mlflow_run, no_running_runs
+from tests.conftest import mlflow_run, no_running_runs
 
 pytestmark = pytest.mark.slow
 SWEEP = {"accel": "cpu", "workers": "0", "device_decode": "false", "repeats": 1, "max_steps": 4,

@@ -1,4 +1,5 @@
-"""Shared fixtures for the promotion and serving tests: a real sqlite store with real tiny models.
+"""Shared fixtures for the promotion tests (and tests/model/test_model_serving.py, which imports them): a real
+sqlite store with real tiny models.
 
 Two "trained" runs each log the project's real pyfunc (a random-init tiny BridgeTower) with eval
 metrics, as `train` does; tests register versions of them under their own model name.

@@ -7,16 +7,7 @@ from click.testing import CliRunner
 
 from bridgetower_mlflow.cli import main
 
-from test_promote_support import (  # noqa: F401
-    BETTER,
-    WORSE,
-    module_store,
-    register,
-    registry_snapshot,
-    store,
-    tiny_checkpoint,
-    unique_name,
-)
+from tests.promote.conftest import BETTER, WORSE, register, registry_snapshot, unique_name
 
 
 def promote(*args):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import AUTH_ADMIN, run_cli
-from test_promote_support import WORSE, log_trained_run, register, tiny_checkpoint  # noqa: F401
+from tests.conftest import AUTH_ADMIN, run_cli
+from tests.promote.conftest import WORSE, log_trained_run, register
 
 pytestmark = pytest.mark.slow
 ADMIN = AUTH_ADMIN

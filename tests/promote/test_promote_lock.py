@@ -21,7 +21,7 @@ from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.promote import lock
 
-from conftest import AUTH_ADMIN, REPO, MlflowServer
+from tests.conftest import AUTH_ADMIN, REPO, MlflowServer
 
 pytestmark = pytest.mark.slow
 USERS = {"ann": "ann-Pw-4410-secret", "bob": "bob-Pw-8823-secret"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import mlflow_run
-from test_promote_support import module_store, register, store, tiny_checkpoint, unique_name  # noqa: F401
+from tests.conftest import mlflow_run
+from tests.promote.conftest import register, unique_name
 
 pytestmark = pytest.mark.slow
 

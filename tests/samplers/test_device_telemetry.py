@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import logging
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 from bridgetower_mlflow.accelerators.gaudi.adapter import GaudiAccelerator
 from bridgetower_mlflow.contract import ADVICE_TAG, ENERGY_METRIC
 from bridgetower_mlflow.launch.ranks import RankInfo
@@ -17,9 +15,9 @@ from bridgetower_mlflow.samplers.hl_smi import HlSmiSampler, parse_hl_smi
 from bridgetower_mlflow.samplers.hlml import HlmlSampler
 from bridgetower_mlflow.samplers.hpu_readings import HpuReading, hpu_metrics
 
-from fakes.native_libs import hlml_stub, hpus  # noqa: F401 - hlml_stub: a fixture
-from fakes.native_libs.observation import observe
-from fakes.requests import device
+from tests.fakes.native_libs import hlml_stub, hpus  # noqa: F401 - hlml_stub: a fixture
+from tests.fakes.native_libs.observation import observe
+from tests.fakes.requests import device
 
 HL_SMI = "0, 2, 87, 40960, 98304, 512\n1, 6, 0, 512, 98304, 97\n"  # index, module_id, then the readings
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_sweep import FAKE_TRAIN
 
 from bridgetower_mlflow.compare.command import compare_command
 from bridgetower_mlflow.sweep.command import sweep_command
 
-from conftest import no_running_runs
-from fakes.synthetic_runs import log_study_runs
-from small_disk import fill, small_disks
+from tests.conftest import no_running_runs
+from tests.fakes.synthetic_runs import log_study_runs
+from tests.support.small_disk import fill, small_disks
+from tests.sweep.test_sweep import FAKE_TRAIN
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def test_sweep_notes_on_a_full_file_store_fail_the_sweep_in_one_line(tmp_path, m
     script = tmp_path / "fake_train.py"
     script.write_text(FAKE_TRAIN)
     monkeypatch.setenv("BRIDGETOWER_TRAIN_CMD", f"{sys.executable} {script}")
-    monkeypatch.setenv("FAKES_DIR", str(Path(__file__).parent))
+    monkeypatch.setenv("FAKES_DIR", str(Path(__file__).parents[1]))  # tests/, which holds fakes/
     result = CliRunner().invoke(sweep_command, ["--accel", "cpu", "--workers", "0", "--repeats", "1",
                                                 "--device-decode", "false", "--experiment-name", "bench"])
     assert result.exit_code == 1, result.output

@@ -58,7 +58,7 @@ def fake_store(tmp_path, monkeypatch):
     client.create_experiment("sweeps", artifact_location=str(tmp_path / "artifacts"))
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     monkeypatch.setenv("BRIDGETOWER_TRAIN_CMD", f"{sys.executable} {script}")
-    monkeypatch.setenv("FAKES_DIR", str(Path(__file__).parent))
+    monkeypatch.setenv("FAKES_DIR", str(Path(__file__).parents[1]))  # tests/, which holds fakes/
     for name in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME", "FAKE_TRAIN_CRASH_WORKERS"):
         monkeypatch.delenv(name, raising=False)
     return client

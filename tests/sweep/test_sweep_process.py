@@ -19,7 +19,7 @@ from mlflow import MlflowClient
 
 from bridgetower_mlflow.sweep.process import exit_reason, run_train_process
 
-from conftest import BIN
+from tests.conftest import BIN
 
 # train: a worker that ignores SIGTERM, a worker with a child of its own; writes every pid, then hangs
 TREE_TRAIN = textwrap.dedent("""

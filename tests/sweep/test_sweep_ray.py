@@ -33,7 +33,7 @@ from bridgetower_mlflow.sweep.backends.ray_checks import (
 from bridgetower_mlflow.sweep.backends.ray_nodes import AFFINITY, SHARED, SLOT, NodePool, choose_placement
 from bridgetower_mlflow.sweep.command import sweep_command
 
-from conftest import BIN, MlflowServer, no_running_runs, run_cli
+from tests.conftest import BIN, MlflowServer, no_running_runs, run_cli
 
 # Before anything imports ray: this machine answers on loopback only, and without this Ray (2.60) rewrites
 # 127.0.0.1 to the primary interface's address, where nothing listens, and waits for ever.

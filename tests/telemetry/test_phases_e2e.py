@@ -13,7 +13,7 @@ from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.contract import BOTTLENECKS, PHASES
 
-from conftest import mlflow_run, run_cli
+from tests.conftest import mlflow_run, run_cli
 
 pytestmark = pytest.mark.slow
 STEPS, WARMUP, PROFILED = 10, 3, (5, 6)

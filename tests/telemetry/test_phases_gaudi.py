@@ -10,12 +10,12 @@ pytest.importorskip("optimum.habana", reason="the Gaudi stack (optimum-habana 1.
 
 from mlflow.tracking import MlflowClient
 
-from conftest import run_cli
-from fakes import BRIDGE
+from tests.conftest import run_cli
+from tests.fakes import BRIDGE
 
 pytestmark = pytest.mark.slow
 HPU_ONLY_OFF = ("--use_habana false --use_cpu true --use_lazy_mode false --use_hpu_graphs_for_inference false "
-                "--torch_compile false")  # as tests/test_gaudi_stack.py: GaudiTrainer on the CPU
+                "--torch_compile false")  # as tests/accelerators/test_gaudi_stack.py: GaudiTrainer on the CPU
 GAUDI_ENV = {"PYTHONPATH": str(BRIDGE), "FAKE_HPU_COUNT": "1", "HF_HUB_OFFLINE": "1"}
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from bridgetower_mlflow.errors import ConfigError
 
-from conftest import run_cli
+from tests.conftest import run_cli
 
 PROGRESS = re.compile(r"^train: step (\d+)/(\d+) \((\d+) %\), (?:([\d.]+) samples/s|warming up), "
                       r"loader wait (\d+) %, (?:ETA|done in) (\w+|\?)$")

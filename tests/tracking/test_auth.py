@@ -4,7 +4,7 @@
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import AUTH_ADMIN, run_cli
+from tests.conftest import AUTH_ADMIN, run_cli
 
 pytestmark = pytest.mark.slow
 READER = {"MLFLOW_TRACKING_USERNAME": "reader", "MLFLOW_TRACKING_PASSWORD": "reader-Pw-5519-secret"}

@@ -10,7 +10,7 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import BIN, REPO, no_running_runs
+from tests.conftest import BIN, REPO, no_running_runs
 
 pytestmark = pytest.mark.slow
 QUICK = ["--max-steps", "5", "--per-device-train-batch-size", "8", "--dataloader-num-workers", "0",

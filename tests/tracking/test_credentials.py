@@ -18,7 +18,7 @@ from bridgetower_mlflow.redact import redact_text, without_password
 from bridgetower_mlflow.tracking.credentials import move_uri_credentials
 from bridgetower_mlflow.tracking.links import runs_view_url
 
-from conftest import REPO, run_cli
+from tests.conftest import REPO, run_cli
 
 URI, USER, PASSWORD = "MLFLOW_TRACKING_URI", "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"
 

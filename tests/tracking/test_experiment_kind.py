@@ -1,6 +1,6 @@
 """The project's experiments open in MLflow's UI as model training, not GenAI: the `mlflow.experimentKind` tag
 (contract.EXPERIMENT_KIND_TRAINING) on every experiment a train, sweep or compare creates or logs into without one;
-a kind a user set stays. A real sqlite store; the browser's view of it is in tests/test_ui.py."""
+a kind a user set stays. A real sqlite store; the browser's view of it is in tests/tracking/test_ui.py."""
 
 from __future__ import annotations
 

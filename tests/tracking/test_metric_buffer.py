@@ -18,7 +18,7 @@ from mlflow.tracking import MlflowClient
 from bridgetower_mlflow.tracking.metric_buffer import MetricBuffer
 from bridgetower_mlflow.tracking.spill import upload_spill
 
-from conftest import MlflowServer
+from tests.conftest import MlflowServer
 
 
 class Server:

@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.contract import MAX_PARAM_VALUE, PARAMS_FILE
 
-from conftest import no_running_runs, run_cli
+from tests.conftest import no_running_runs, run_cli
 
 pytestmark = pytest.mark.slow
 TOKEN = "hf_" + "Wm3" * 12

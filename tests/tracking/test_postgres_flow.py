@@ -6,7 +6,7 @@ import subprocess
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import BIN, MlflowServer, no_running_runs, run_cli
+from tests.conftest import BIN, MlflowServer, no_running_runs, run_cli
 
 pytestmark = pytest.mark.slow
 SMALL = ["--max-steps", "4", "--logging-steps", "2", "--per-device-train-batch-size", "8"]

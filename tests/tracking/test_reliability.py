@@ -10,7 +10,7 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import BIN, REPO, MlflowServer, no_running_runs
+from tests.conftest import BIN, REPO, MlflowServer, no_running_runs
 
 pytestmark = pytest.mark.slow
 STEP_KEYS = ("loss", "step_samples_per_second", "step_dataloader_wait_fraction")

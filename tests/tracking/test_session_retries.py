@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.tracking.session import RunSession
 
-from conftest import AUTH_ADMIN
+from tests.conftest import AUTH_ADMIN
 
 READER = {"MLFLOW_TRACKING_USERNAME": "reader", "MLFLOW_TRACKING_PASSWORD": "reader-Pw-5521-secret"}
 

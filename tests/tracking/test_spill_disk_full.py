@@ -10,7 +10,7 @@ from mlflow.tracking import MlflowClient
 from bridgetower_mlflow.errors import DiskFull
 from bridgetower_mlflow.tracking.session import RunSession, spill_dir
 
-from small_disk import fill, small_disks
+from tests.support.small_disk import fill, small_disks
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.tracking.records import MetricRecord, from_line, to_line
 
-from conftest import BIN, MlflowServer, run_cli
+from tests.conftest import BIN, MlflowServer, run_cli
 
 SHORT_TRAIN = ["--logging-steps", "1", "--per-device-train-batch-size", "8", "--dataloader-num-workers", "0",
                "--log-model", "false"]

@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 from bridgetower_mlflow.contract import EXPERIMENT_KIND_TAG, EXPERIMENT_KIND_TRAINING
 from bridgetower_mlflow.tracking.links import runs_view_url
 
-from conftest import ARTIFACTS, BIN
+from tests.conftest import ARTIFACTS, BIN
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -65,7 +65,7 @@ def test_a_cut_upload_is_listed_as_cut_and_a_short_download_is_refused(run, tmp_
 
 
 def test_a_download_that_cannot_fit_is_refused_before_it_starts(run, tmp_path):
-    from small_disk import small_disks
+    from tests.support.small_disk import small_disks
 
     client, run_id = run
     uploader = CheckpointUploader(client, run_id, tmp_path / "out")

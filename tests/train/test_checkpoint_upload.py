@@ -14,8 +14,8 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import BIN, REPO, no_running_runs
-from holding_proxy import HoldingProxy
+from tests.conftest import BIN, REPO, no_running_runs
+from tests.support.holding_proxy import HoldingProxy
 
 pytestmark = pytest.mark.slow
 MARKER = "checkpoint-complete.json"

@@ -11,8 +11,8 @@ import shutil
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import no_running_runs, run_cli
-from small_disk import fill, grow, small_disks
+from tests.conftest import no_running_runs, run_cli
+from tests.support.small_disk import fill, grow, small_disks
 
 pytestmark = pytest.mark.slow
 TRAIN = ["train", "--logging-steps", "1", "--per-device-train-batch-size", "8", "--dataloader-num-workers", "0",

@@ -18,7 +18,7 @@ from bridgetower_mlflow.errors import DiskFull, OutputUnwritable
 from bridgetower_mlflow.train.output_folder import check_writable, holding, writes_into
 from bridgetower_mlflow.train.resume import last_run, remember_run
 
-from small_disk import fill, small_disks
+from tests.support.small_disk import fill, small_disks
 
 
 @pytest.fixture

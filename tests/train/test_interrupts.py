@@ -11,7 +11,7 @@ import time
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import BIN, REPO, no_running_runs
+from tests.conftest import BIN, REPO, no_running_runs
 
 pytestmark = pytest.mark.slow
 PACED = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "tests" / "fakes" / "slow_device"),

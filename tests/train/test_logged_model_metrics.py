@@ -13,7 +13,7 @@ import pytest
 
 from bridgetower_mlflow.contract import EXPERIMENT_KIND_TAG, EXPERIMENT_KIND_TRAINING
 
-from conftest import BIN
+from tests.conftest import BIN
 
 pytestmark = pytest.mark.slow
 RUNS = 3

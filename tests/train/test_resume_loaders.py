@@ -43,7 +43,7 @@ def _run(tmp_path, device_decode: bool, resume: bool, stop_at=None, record=None,
     prepared = prepare(config, adapter, adapter.detect(1, 1), RankInfo(0, 0, 1))
     prepared.args.output_dir = str(tmp_path / "run")
     if device_decode:
-        from fakes.requests import decode_request
+        from tests.fakes.requests import decode_request
 
         request = decode_request(prepared.data.train, batch_size=BATCH, image_size=prepared.loaded.image.size)
         prepared = dataclasses.replace(prepared, device_loader=nvjpeg.build_nvjpeg_loader(request, "cpu"))

@@ -9,7 +9,7 @@ from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.data.sample import generate_sample_set
 
-from conftest import run_cli
+from tests.conftest import run_cli
 
 QUICK = ["--max-steps", "3", "--logging-steps", "1", "--throughput-warmup-steps", "1", "--log-model", "false",
          "--dataloader-num-workers", "0", "--per-device-train-batch-size", "8"]
@@ -63,7 +63,7 @@ def test_four_validation_rows_log_eval_loss_and_the_recall_they_allow(cache_dir,
 def test_four_validation_rows_are_evaluated_by_the_real_gaudi_trainer(cache_dir, sqlite_uri, tmp_path):
     """GaudiTrainer builds its evaluation loader from the same flag (runs in the Gaudi-stack environment)."""
     pytest.importorskip("optimum.habana", reason="the Gaudi stack (optimum-habana 1.21.2) runs in .venv-gaudi")
-    from test_gaudi_stack import GAUDI_ENV, HPU_ONLY_OFF
+    from tests.accelerators.test_gaudi_stack import GAUDI_ENV, HPU_ONLY_OFF
 
     folder = generate_sample_set(tmp_path / "small", {"train": 8, "validation": 4, "test": 1})
     done = run_cli(["train", *QUICK, "--accel", "gaudi2", "--dataset", str(folder), "--hf-args", HPU_ONLY_OFF],

@@ -13,7 +13,7 @@ import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
 
-from conftest import mlflow_run, no_running_runs, run_cli
+from tests.conftest import mlflow_run, no_running_runs, run_cli
 
 pytestmark = pytest.mark.slow
 TARGET = "eval_loss<=2.6"

@@ -10,7 +10,7 @@ from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.data.sample import default_sample_dir
 
-from conftest import REPO, mlflow_run, no_running_runs
+from tests.conftest import REPO, mlflow_run, no_running_runs
 
 pytestmark = pytest.mark.slow
 DESIGN_TAGS = ("accelerator", "accelerator.device_name", "accelerator.count", "accelerator.memory_gb",

@@ -6,7 +6,7 @@ began and ended, and a callback of the observer's own that stamps each step's en
 code under test). With `torchrun --nproc_per_node 2` it runs
 DDP over gloo, and one rank can sleep longer in forward: the other then waits that long in the all-reduce.
 
-    python tests/phase_truth_worker.py OUT.json [--delay-rank R --delay-ms MS]   (or under torchrun)
+    python tests/truth/phase_truth_worker.py OUT.json [--delay-rank R --delay-ms MS]   (or under torchrun)
 """
 
 from __future__ import annotations

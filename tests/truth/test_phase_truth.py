@@ -1,5 +1,5 @@
 """The phase breakdown against a training whose parts take known times and time themselves (the observer:
-tests/phase_truth_worker.py): the real Trainer and the project's trainer class and step-timing callback, one
+tests/truth/phase_truth_worker.py): the real Trainer and the project's trainer class and step-timing callback, one
 process, then two ranks under torchrun (DDP over gloo) where one rank's longer forward is the other's wait
 in the all-reduce.
 
@@ -18,12 +18,12 @@ import subprocess
 import sys
 
 import pytest
-from phase_truth_worker import WARMUP  # the window leaves out the first steps
 
-from conftest import REPO
+from tests.conftest import REPO
+from tests.truth.phase_truth_worker import WARMUP  # the window leaves out the first steps
 
 pytestmark = pytest.mark.slow
-WORKER = REPO / "tests" / "phase_truth_worker.py"
+WORKER = REPO / "tests" / "truth" / "phase_truth_worker.py"
 PARTS = ("data_wait", "forward", "backward", "optimizer")
 DELAY_MS = 120.0
 

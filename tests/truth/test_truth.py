@@ -1,21 +1,22 @@
-"""Every figure a run logs, held to an observer outside the product (tests/truth_observer.py, truth_figures.py):
+"""Every figure a run logs, held to an observer outside the product (tests/truth/truth_observer.py, truth_figures.py):
 executed batches counted in the libraries, its own clocks, its own FLOP count, the process tree's CPU from /proc.
 
-Four real CPU runs cover the matrix (tests/truth_harness.py CONFIGS): GA 2 with a remainder and an epoch boundary,
+Four real CPU runs cover the matrix (tests/truth/truth_harness.py CONFIGS): GA 2 with a remainder and an epoch boundary,
 evaluations and checkpoint saves inside the window, a target its first evaluation reaches, 2 workers, warmup 0,
 max_steps; its resume from a checkpoint inside that window, between two evaluations, to a target only the second
 reaches; GA 2 without a remainder over epochs with a smaller last batch (drop_last off), warmup 3, no workers; two
 ranks under torchrun with warmup 2 that stop at their target halfway. The real GaudiTrainer's GA and resume runs
-are in tests/test_truth_gaudi.py (.venv-gaudi). Tolerance: samples and steps exact, rates and seconds (the time to
+are in tests/truth/test_truth_gaudi.py (.venv-gaudi). Tolerance: samples and steps exact, rates and seconds (the time to
 target too) within 3 %, the loader wait within 0.05. The epochs run's params, name and description are held to
-the Trainer's own arguments (tests/truth_params.py).
+the Trainer's own arguments (tests/truth/truth_params.py).
 """
 
 from __future__ import annotations
 
 import pytest
-from truth_harness import CONFIGS, run_observed
-from truth_params import name_and_description_against_the_trainer, params_against_the_trainer
+
+from tests.truth.truth_harness import CONFIGS, run_observed
+from tests.truth.truth_params import name_and_description_against_the_trainer, params_against_the_trainer
 
 pytestmark = pytest.mark.slow  # real train subprocesses (one to two minutes each on two busy cores)
 

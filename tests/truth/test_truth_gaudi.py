@@ -1,6 +1,6 @@
 """The truth harness on the real GaudiTrainer (optimum-habana 1.21.2 on transformers 4.55, CPU mode, the fake HPU
 bridge): gradient accumulation with a remainder, and a resume from a checkpoint inside the window, each figure held
-to the observer (tests/truth_harness.py). Runs in .venv-gaudi (`make test-gaudi`); elsewhere it is skipped.
+to the observer (tests/truth/truth_harness.py). Runs in .venv-gaudi (`make test-gaudi`); elsewhere it is skipped.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("optimum.habana", reason="the Gaudi stack (optimum-habana 1.21.2) runs in .venv-gaudi")
 
-from truth_harness import CONFIGS, run_observed
-from truth_params import name_and_description_against_the_trainer, params_against_the_trainer
+from tests.truth.truth_harness import CONFIGS, run_observed
+from tests.truth.truth_params import name_and_description_against_the_trainer, params_against_the_trainer
 
 pytestmark = pytest.mark.slow  # real train subprocesses
 

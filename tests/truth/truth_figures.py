@@ -1,7 +1,7 @@
 """The truth observer's side outside the run: a /proc watcher of the process tree, its own FLOP count, the
 figures its records give, and their comparison with what the run logged.
 
-The records come from tests/truth_observer.py (one JSON per training process). Every observed figure follows
+The records come from tests/truth/truth_observer.py (one JSON per training process). Every observed figure follows
 the rule README states for the reported one (the window opens at the end of the last warmup step, or when the
 train loader starts with no warmup, and closes when `Trainer.train` returns, less the evaluations inside it;
 samples are summed over the ranks, seconds are the slowest rank's; the time-to-target clock runs from an attempt's

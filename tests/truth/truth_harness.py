@@ -4,7 +4,7 @@ Each configuration is one real CLI run (CPU, tiny preset, a few steps) with test
 observer records every training process from inside the libraries, a /proc watcher follows the process tree from
 outside, and `checks` holds each figure the run logged against the observer's own. One run covers several cells
 of the matrix (see CONFIGS); a resume is a first attempt SIGKILLed after its checkpoint at step 6, then resumed.
-Used by tests/test_truth.py and benchmarks/bench_truth.py.
+Used by tests/truth/test_truth.py and benchmarks/bench_truth.py.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from truth_figures import (
+from tests.truth.truth_figures import (
     Check,
     TreeWatcher,
     batches_per_step,
@@ -33,13 +33,14 @@ from truth_figures import (
     reported_figures,
     workers_cpu_percent,
 )
-from truth_observer import HOLD_AT_ENV, HOLD_FILE_ENV
+from tests.truth.truth_observer import HOLD_AT_ENV, HOLD_FILE_ENV
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # tests/, which holds fakes/
 OBSERVER_PATH = TESTS / "fakes" / "truth"
 BIN = Path(sys.executable).parent
 SEQ_LEN = 32
-# optimum-habana's CPU mode: every HPU-only setting off (as tests/test_gaudi_stack.py runs the real GaudiTrainer)
+# optimum-habana's CPU mode: every HPU-only setting off (as tests/accelerators/test_gaudi_stack.py runs the real
+# GaudiTrainer)
 HPU_ONLY_OFF = "--use_habana false --use_cpu true --use_lazy_mode false --use_hpu_graphs_for_inference false " \
                "--torch_compile false"
 

@@ -1,7 +1,7 @@
 """The params are the run: every key that is both a logged param and a field of the TrainingArguments the Trainer
-ran with (tests/truth_observer.py records `args.to_dict()` as Trainer.train starts, outside the product) holds
+ran with (tests/truth/truth_observer.py records `args.to_dict()` as Trainer.train starts, outside the product) holds
 that value, written by the project's own param rules (tracking/params.py); the run's name and description state
-the batch and workers the Trainer ran with. Used by tests/test_truth.py and tests/test_truth_gaudi.py.
+the batch and workers the Trainer ran with. Used by tests/truth/test_truth.py and tests/truth/test_truth_gaudi.py.
 """
 
 from __future__ import annotations
