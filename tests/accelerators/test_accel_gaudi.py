@@ -28,6 +28,8 @@ from tests.fakes import (
 )
 from tests.fakes.requests import device, settings
 
+pytestmark = pytest.mark.gaudi_stack
+
 COMMON = {"output_dir": "out", "per_device_train_batch_size": 48, "report_to": "none",
           "remove_unused_columns": False, "adam_epsilon": 1e-8, "use_cpu": True}
 needs_hpu = pytest.mark.skipif(not module_present("habana_frameworks.torch"),

@@ -13,6 +13,8 @@ from bridgetower_mlflow.errors import AcceleratorUnavailable
 from tests.fakes import install_habana
 from tests.fakes.native_libs import hlml_stub, hpus  # noqa: F401 - hlml_stub: a fixture
 
+pytestmark = pytest.mark.gaudi_stack
+
 
 @pytest.fixture(autouse=True)
 def no_hl_smi(monkeypatch):

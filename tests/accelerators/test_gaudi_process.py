@@ -11,7 +11,7 @@ from bridgetower_mlflow.accelerators.installed import package_version
 from tests.conftest import run_cli
 from tests.fakes import BRIDGE
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.gaudi_stack]
 
 
 def test_train_sets_the_execution_mode_before_torch_loads_the_bridge(tmp_path, sqlite_uri, cache_dir, monkeypatch):

@@ -16,6 +16,8 @@ from bridgetower_mlflow.accelerators.gaudi.arguments import OPTIMUM_PATH
 from tests.fakes import install_habana
 from tests.fakes.requests import device, settings
 
+pytestmark = pytest.mark.gaudi_stack
+
 COMMON = {"output_dir": "out", "per_device_train_batch_size": 48, "report_to": "none",
           "remove_unused_columns": False, "adam_epsilon": 1e-6}
 CPU_MODE = ("--use_habana", "false", "--use_cpu", "true", "--use_lazy_mode", "false",

@@ -23,7 +23,7 @@ from bridgetower_mlflow.data.sample import default_sample_dir
 from tests.conftest import BIN, REPO, run_cli
 from tests.fakes import BRIDGE
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.gaudi_stack]
 
 # The HPU-only settings, each switched off so that GaudiTrainer runs on the CPU; everything else is the recipe.
 HPU_ONLY_OFF = (

@@ -29,6 +29,8 @@ from tests.fakes.data import make_jpeg_dataset, pil_reference
 from tests.fakes.habana_native import install_media_natives, install_media_stack, purge_media_modules
 from tests.fakes.requests import MEAN, STD, decode_request
 
+pytestmark = pytest.mark.gaudi_stack
+
 
 @pytest.fixture(autouse=True)
 def fresh_media_loader():

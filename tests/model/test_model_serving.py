@@ -17,7 +17,7 @@ from bridgetower_mlflow.data.sample import default_sample_dir
 from tests.conftest import BIN, free_port, run_cli, wait_http
 from tests.promote.conftest import module_store, register, store, tiny_checkpoint, unique_name  # noqa: F401
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.gaudi_stack]
 CHOICES = ["We said no boat on weekends.", "Honestly, the cat was here before the dog.", "I told you so."]
 
 

@@ -6,6 +6,8 @@ from PIL import Image
 
 from bridgetower_mlflow.model.load import count_parameters, load_model, preset_config
 
+pytestmark = pytest.mark.gaudi_stack
+
 
 def test_large_preset_is_the_866m_checkpoint_layout():
     from transformers import BridgeTowerForContrastiveLearning

@@ -13,6 +13,8 @@ from packaging.requirements import Requirement
 
 from tests.conftest import REPO, no_running_runs, run_cli
 
+pytestmark = pytest.mark.gaudi_stack
+
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 

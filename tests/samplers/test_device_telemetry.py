@@ -19,6 +19,8 @@ from tests.fakes.native_libs import hlml_stub, hpus  # noqa: F401 - hlml_stub: a
 from tests.fakes.native_libs.observation import observe
 from tests.fakes.requests import device
 
+pytestmark = pytest.mark.gaudi_stack
+
 HL_SMI = "0, 2, 87, 40960, 98304, 512\n1, 6, 0, 512, 98304, 97\n"  # index, module_id, then the readings
 
 

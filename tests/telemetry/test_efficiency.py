@@ -16,6 +16,8 @@ from bridgetower_mlflow.telemetry.system.energy import EnergyWindow
 from bridgetower_mlflow.train.advice import RunFacts, advice
 from bridgetower_mlflow.train.efficiency import energy_metrics, flops_metrics
 
+pytestmark = pytest.mark.gaudi_stack
+
 
 @pytest.fixture(scope="module")
 def tiny():

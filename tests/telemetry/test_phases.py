@@ -29,6 +29,8 @@ from bridgetower_mlflow.train.advice import RunFacts, Verdict, advice
 from bridgetower_mlflow.train.findings import bottleneck, phase_tags
 from bridgetower_mlflow.train.summary import step_line
 
+pytestmark = pytest.mark.gaudi_stack
+
 FULL = [(INPUT_START, 0.020), (INPUT_END, 0.001), (FORWARD_END, 0.030), (BACKWARD_END, 0.050), ("step_end", 0.010)]
 
 

@@ -13,7 +13,7 @@ from mlflow.tracking import MlflowClient
 from tests.conftest import run_cli
 from tests.fakes import BRIDGE
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.gaudi_stack]
 HPU_ONLY_OFF = ("--use_habana false --use_cpu true --use_lazy_mode false --use_hpu_graphs_for_inference false "
                 "--torch_compile false")  # as tests/accelerators/test_gaudi_stack.py: GaudiTrainer on the CPU
 GAUDI_ENV = {"PYTHONPATH": str(BRIDGE), "FAKE_HPU_COUNT": "1", "HF_HUB_OFFLINE": "1"}

@@ -5,6 +5,8 @@ import pytest
 from bridgetower_mlflow.contract import input_bound_label
 from bridgetower_mlflow.telemetry.steps.throughput import RankThroughput, combine_ranks
 
+pytestmark = pytest.mark.gaudi_stack
+
 
 def test_global_throughput_sums_ranks_over_the_slowest_window():
     ranks = [RankThroughput(steps=10, samples=480, seconds=4.0, wait_seconds=0.4, total_seconds=6,

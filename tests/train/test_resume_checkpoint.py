@@ -14,6 +14,8 @@ from bridgetower_mlflow.errors import ConfigError
 from bridgetower_mlflow.train.checkpoints import MARKER, is_whole, latest_whole, write_marker
 from bridgetower_mlflow.train.resume import checkpoint_to_resume
 
+pytestmark = pytest.mark.gaudi_stack
+
 RESUME = SimpleNamespace(resume=True)
 
 

@@ -20,6 +20,8 @@ from bridgetower_mlflow.telemetry.sinks import NullSink
 from bridgetower_mlflow.train.prepare import prepare
 from bridgetower_mlflow.train.trainer import build_trainer
 
+pytestmark = pytest.mark.gaudi_stack
+
 STEPS, BATCH = 8, 8
 
 

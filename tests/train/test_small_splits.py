@@ -11,6 +11,8 @@ from bridgetower_mlflow.data.sample import generate_sample_set
 
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.gaudi_stack
+
 QUICK = ["--max-steps", "3", "--logging-steps", "1", "--throughput-warmup-steps", "1", "--log-model", "false",
          "--dataloader-num-workers", "0", "--per-device-train-batch-size", "8"]
 

@@ -12,7 +12,7 @@ from bridgetower_mlflow.data.sample import default_sample_dir
 
 from tests.conftest import REPO, mlflow_run, no_running_runs
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.gaudi_stack]
 DESIGN_TAGS = ("accelerator", "accelerator.device_name", "accelerator.count", "accelerator.memory_gb",
                "accelerator.driver", "software.torch", "software.transformers", "host.cpu_model",
                "host.cpu_count", "data_loader", "input_bound")

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.gaudi_stack]
 START_MS, FORWARD_MS = 300, 40
 BATCH, STEPS_PER_EPOCH, EPOCHS, WARMUP = 2, 4, 4, 2
 

@@ -12,7 +12,7 @@ pytest.importorskip("optimum.habana", reason="the Gaudi stack (optimum-habana 1.
 from tests.truth.truth_harness import CONFIGS, run_observed
 from tests.truth.truth_params import name_and_description_against_the_trainer, params_against_the_trainer
 
-pytestmark = pytest.mark.slow  # real train subprocesses
+pytestmark = [pytest.mark.slow, pytest.mark.gaudi_stack]  # real train subprocesses
 
 
 @pytest.fixture(scope="module")
