@@ -50,7 +50,6 @@ def run_specs(count: int):
 def recipe_key(count: int) -> str:
     """What the store holds: the count, this builder, one grid cycle of run contents, MLflow's version."""
     import mlflow
-
     from fakes.synthetic_runs import evaluation_history, train_run_contents
 
     specs = list(itertools.islice(run_specs(count), 120))
@@ -62,9 +61,8 @@ def recipe_key(count: int) -> str:
 
 def fill_share(uri: str, experiment_id: str, count: int, share: int, shares: int) -> None:
     """Every `shares`-th run of the store, from the `share`-th on."""
-    from mlflow import MlflowClient
-
     from fakes.synthetic_runs import log_train_run
+    from mlflow import MlflowClient
 
     client = MlflowClient(uri)
     for spec in itertools.islice(run_specs(count), share, None, shares):

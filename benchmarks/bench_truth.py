@@ -1,6 +1,6 @@
 """Every figure a run logs against the truth observer: reported / observed for each figure and configuration.
 
-Runs the truth harness's configurations (tests/truth_harness.py: real `bridgetower-mlflow train` runs on the CPU,
+Runs the truth harness's configurations (tests/truth/truth_harness.py: real `bridgetower-mlflow train` runs on the CPU,
 tiny preset, watched from inside the libraries and from /proc) and prints one table per configuration, then the
 ratio furthest from 1 over the rates, seconds, counts and CPU figures last as `ratio=` (the loader wait fraction
 is judged absolutely, within 0.05: its largest difference is printed before). `--product DIR` runs the product
@@ -20,9 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, whose tests/ package holds the harness
 
-from truth_harness import CONFIGS, ONE_THREAD, SEQ_LEN, Config, run_observed
+from tests.truth.truth_harness import CONFIGS, ONE_THREAD, SEQ_LEN, Config, run_observed
 
 DEFAULT = ("ga-remainder", "resume", "epochs", "two-ranks")
 # three steps, one of them warmup, no worker, no evaluation but the last: the harness and this script still run

@@ -54,7 +54,7 @@ print("mode", "'"$MODE"'", "torch", torch.__version__, "cuda", torch.cuda.is_ava
 
 echo "== pytest -m cuda"
 timeout "$(( $(left) < 120 ? $(left) : 120 ))" "$PY" -m pytest -q -m cuda -ra -p no:cacheprovider \
-  tests/test_accel_cuda.py > "$OUT/pytest-cuda.txt" 2>&1
+  tests/accelerators/test_accel_cuda.py > "$OUT/pytest-cuda.txt" 2>&1
 echo "pytest rc=$?"; tail -5 "$OUT/pytest-cuda.txt"
 
 echo "== throughput: $MODEL, $PRECISION, batch 48/device, $STEPS steps (first 3 excluded), cells interleaved"

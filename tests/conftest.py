@@ -154,7 +154,7 @@ def no_running_runs(uri: str) -> list:
 @pytest.fixture(scope="session")
 def postgres():
     """A real PostgreSQL 15 cluster for the session (started with initdb/pg_ctl on loopback)."""
-    from pg_cluster import PostgresCluster
+    from tests.support.pg_cluster import PostgresCluster
 
     cluster = PostgresCluster(free_port()).start()
     yield cluster
