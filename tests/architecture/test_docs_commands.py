@@ -253,3 +253,24 @@ def test_a_wrong_option_is_caught() -> None:
     assert run_problems((".", "-e", "train", "-P", "bogus_key=1")) == ["train has no option --bogus_key"]
     assert run_problems(("deploy/kubernetes", "-e", "train", "-P", "run_id=abc")) == []  # undeclared, train's
     assert run_problems((".", "-e", "nope")) and "nope" not in make_targets()
+
+
+# a file of this repository a doc names by its path from the root (tests/..., benchmarks/..., the package, ...)
+REPO_PATH = re.compile(r"(?<![\w/.-])((?:bridgetower_mlflow|tests|benchmarks|scripts|deploy|docs)/"
+                       r"[\w./-]*\w\.(?:py|md|sh|yaml|png))")
+
+
+def named_paths(text: str) -> set[str]:
+    return set(REPO_PATH.findall(text))
+
+
+@pytest.mark.parametrize("doc", (*DOCS, REPO / "benchmarks" / "README.md"), ids=lambda doc: doc.name)
+def test_every_file_a_doc_names_exists(doc: Path) -> None:
+    """A module or test moved (the tree's redesign moved many) leaves no doc pointing at where it was."""
+    missing = sorted(path for path in named_paths(doc.read_text(encoding="utf-8")) if not (REPO / path).exists())
+    assert missing == [], f"{doc.relative_to(REPO)} names files that are not there: {missing}"
+
+
+def test_the_path_reader_finds_paths() -> None:
+    text = "see tests/truth/test_truth.py, `benchmarks/bench_truth.py` and (docs/images/run-page.png); not x/tests/a.py"
+    assert named_paths(text) == {"tests/truth/test_truth.py", "benchmarks/bench_truth.py", "docs/images/run-page.png"}
