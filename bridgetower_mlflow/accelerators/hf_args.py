@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import TYPE_CHECKING, NoReturn, cast
 
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from transformers.hf_argparser import DataClassType
 
 
 def hf_args_overrides(args_class: type, hf_args: tuple) -> dict:
@@ -14,12 +18,14 @@ def hf_args_overrides(args_class: type, hf_args: tuple) -> dict:
         return {}
     from transformers import HfArgumentParser
 
-    parser = HfArgumentParser(args_class)
-
-    def fail(message):
+    def fail(message: str) -> NoReturn:
         raise ConfigError("hf_args", " ".join(hf_args), f"allowed: {args_class.__name__} flags ({message})")
 
-    parser.error = fail
+    class Parser(HfArgumentParser):
+        def error(self, message: str) -> NoReturn:  # argparse's would print and exit the process
+            fail(message)
+
+    parser = Parser(cast("DataClassType", args_class))  # transformers' NewType over Any for a dataclass type
     parser.allow_abbrev = False  # `--max_step 5` would set max_steps past the owned-flag check (and not be applied)
     namespace, unknown = parser.parse_known_args(["--output_dir", "unused", *hf_args])
     if unknown:

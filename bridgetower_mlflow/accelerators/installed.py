@@ -46,7 +46,8 @@ def hide_if_broken(name: str) -> str | None:
         BROKEN_MODULES[name] = reason
         for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
             del sys.modules[loaded]
-        sys.modules[name] = None  # find_spec answers None, import raises ImportError: "absent"
+        # find_spec answers None, import raises ImportError: "absent" (typeshed allows no None in sys.modules)
+        sys.modules[name] = None  # type: ignore[assignment]
         log.warning("%s is installed but fails to import (%s); runs that need it (device decode) will say so, "
                     "the others go on without it", name, reason)
         return reason

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 try:
     import cv2
 except ImportError:  # the Pillow + torch path below serves every source
-    cv2 = None
+    cv2 = None  # type: ignore[assignment]  # absent: BACKEND is "pillow" and no cv2 call runs
 
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
@@ -65,7 +65,8 @@ def open_image(source) -> Image.Image:
         return source
     if isinstance(source, dict):
         data, path = source.get("bytes"), source.get("path")
-        return Image.open(io.BytesIO(data)) if data else Image.open(path)
+        # a dict with neither bytes nor a path passes None: Pillow raises AttributeError, not a decode error
+        return Image.open(io.BytesIO(data)) if data else Image.open(path)  # type: ignore[arg-type]
     if isinstance(source, (bytes, bytearray)):
         return Image.open(io.BytesIO(source))
     return Image.open(source)
@@ -231,7 +232,8 @@ class ImageTransform:
         return resize_center_crop(source, self.image_size)
 
     def __call__(self, batch: dict) -> dict:
-        pixels, errors = [], []
+        pixels: list[np.ndarray | None] = []
+        errors: list[str] = []
         for source in batch[self.image_column]:
             try:
                 pixels.append(self.pixels(source))

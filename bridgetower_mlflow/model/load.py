@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from ..data.cpu_images import CLIP_MEAN, CLIP_STD, ImageSpec
 from ..data.sample import default_sample_dir, describe_os_error, text_corpus
@@ -14,18 +14,37 @@ from ..redact import first_line
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers.models.bridgetower import (
+        BridgeTowerImageProcessor,
+        BridgeTowerImageProcessorPil,
+        BridgeTowerVisionConfig,
+    )
 
 LOGIT_SCALE_INIT = 2.6592
 log = logging.getLogger(__name__)
 
+
+class Preset(TypedDict):
+    hidden: int
+    text_layers: int
+    vision_layers: int
+    cross_layers: int
+    heads: int
+    intermediate: int
+    patch: int
+    image_size: int
+    contrastive: int
+    vocab: int | None  # None: the preset tokenizer's size
+
+
 # Tower sizes of the real checkpoints; `large` is BridgeTower/bridgetower-large-itm-mlm-itc (~866M).
 PRESETS = {
-    "tiny": dict(hidden=64, text_layers=2, vision_layers=2, cross_layers=2, heads=2, intermediate=128,
-                 patch=16, image_size=64, contrastive=32, vocab=None),
-    "base": dict(hidden=768, text_layers=12, vision_layers=12, cross_layers=6, heads=12, intermediate=3072,
-                 patch=16, image_size=288, contrastive=512, vocab=50265),
-    "large": dict(hidden=1024, text_layers=24, vision_layers=24, cross_layers=6, heads=16, intermediate=4096,
-                  patch=14, image_size=294, contrastive=512, vocab=50265),
+    "tiny": Preset(hidden=64, text_layers=2, vision_layers=2, cross_layers=2, heads=2, intermediate=128,
+                   patch=16, image_size=64, contrastive=32, vocab=None),
+    "base": Preset(hidden=768, text_layers=12, vision_layers=12, cross_layers=6, heads=12, intermediate=3072,
+                   patch=16, image_size=288, contrastive=512, vocab=50265),
+    "large": Preset(hidden=1024, text_layers=24, vision_layers=24, cross_layers=6, heads=16, intermediate=4096,
+                    patch=14, image_size=294, contrastive=512, vocab=50265),
 }
 
 
@@ -68,7 +87,9 @@ def _build_tokenizer(folder: Path) -> None:
             vocab_file, merges_file = bpe.save_model(raw)
             if "vocab" in inspect.signature(RobertaTokenizerFast.__init__).parameters:  # transformers 5.x
                 merges = [tuple(line.split()) for line in Path(merges_file).read_text().splitlines()[1:] if line]
-                tokenizer = RobertaTokenizerFast(vocab=json.loads(Path(vocab_file).read_text()), merges=merges)
+                # transformers annotates merges as list[str], but hands them to tokenizers' BPE, which takes pairs
+                tokenizer = RobertaTokenizerFast(vocab=json.loads(Path(vocab_file).read_text()),
+                                                 merges=merges)  # type: ignore[arg-type]
             else:
                 tokenizer = RobertaTokenizerFast(vocab_file=vocab_file, merges_file=merges_file)
             folder.parent.mkdir(parents=True, exist_ok=True)
@@ -96,6 +117,7 @@ def preset_config(name: str, vocab_size: int, max_seq_length: int):
 
 
 def preset_image_processor(image_size: int, mean=CLIP_MEAN, std=CLIP_STD):
+    processor_class: type[BridgeTowerImageProcessorPil] | type[BridgeTowerImageProcessor]
     try:  # transformers 5.x: the PIL processor has its own name (the default one needs torchvision)
         from transformers.models.bridgetower import BridgeTowerImageProcessorPil as processor_class
     except ImportError:  # 4.55 (optimum-habana's line): the default processor is the PIL one
@@ -136,7 +158,9 @@ def _load_pretrained(name: str) -> LoadedModel:
         log.warning("no image processor with %s; using CLIP mean/std", name)
         mean, std = CLIP_MEAN, CLIP_STD
         processor = None
-    size = model.config.vision_config.image_size
+    # the config typed it dict | config | None; loaded, it is a BridgeTowerVisionConfig with one square size
+    vision = cast("BridgeTowerVisionConfig", model.config.vision_config)
+    size = cast(int, vision.image_size)
     processor = processor or preset_image_processor(size, mean, std)
     return LoadedModel(model, tokenizer, processor, ImageSpec(size, mean, std), name)
 

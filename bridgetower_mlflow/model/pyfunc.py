@@ -14,7 +14,7 @@ import json
 import math
 import os
 
-import mlflow.pyfunc
+from mlflow.pyfunc import PythonModel
 
 from ..data.cpu_images import ImageSpec
 from .checkpoint import INFERENCE_FILE
@@ -47,7 +47,7 @@ def choices_list(cell) -> list[str]:
     return [str(item) for item in cell]
 
 
-class BridgeTowerPyfunc(mlflow.pyfunc.PythonModel):
+class BridgeTowerPyfunc(PythonModel):
     def load_context(self, context):
         import torch
         from transformers import AutoTokenizer, BridgeTowerForContrastiveLearning

@@ -6,10 +6,15 @@ Imports only numpy, torch and the CPU image path: a logged model carries this mo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..data.cpu_images import ImageSpec, normalize_batch, resize_center_crop
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedTokenizerBase
 
 
 def embed_pairs(model, pixel_values, input_ids, attention_mask):
@@ -26,10 +31,10 @@ class Scorer:
     """A model with its tokenizer and image spec: scores one image against texts."""
 
     model: object
-    tokenizer: object
+    tokenizer: PreTrainedTokenizerBase
     image: ImageSpec
     max_length: int
-    device: object = "cpu"
+    device: str | torch.device = "cpu"
 
     def score(self, image_source, texts: list[str]) -> np.ndarray:
         """Cosine similarity of one image with each text (the text and image towers are independent)."""

@@ -4,6 +4,8 @@ HABANA_VISIBLE_MODULES (module ids), named by HLML index."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from .hpu_readings import MB, HpuReading, hpu_metrics
 from .job_devices import job_hlml_handles
 from .vendor_library import VendorLibrarySampler
@@ -25,9 +27,9 @@ class HlmlSampler(VendorLibrarySampler):
     def sample(self) -> dict[str, float]:
         hlml, metrics = self._hlml, {}
         for index, handle in self._handles:
-            utilization = self._read(index, "utilization", lambda h=handle: hlml.hlmlDeviceGetUtilizationRates(h))
-            memory = self._read(index, "memory", lambda h=handle: hlml.hlmlDeviceGetMemoryInfo(h))
-            power = self._read(index, "power", lambda h=handle: hlml.hlmlDeviceGetPowerUsage(h))
+            utilization = self._read(index, "utilization", partial(hlml.hlmlDeviceGetUtilizationRates, handle))
+            memory = self._read(index, "memory", partial(hlml.hlmlDeviceGetMemoryInfo, handle))
+            power = self._read(index, "power", partial(hlml.hlmlDeviceGetPowerUsage, handle))
             reading = HpuReading(index, utilization.aip if utilization else None,  # a struct: .aip, .memory
                                  memory.used / MB if memory else None, memory.total / MB if memory else None,
                                  power / 1000.0 if power is not None else None)  # HLML reports mW

@@ -33,7 +33,7 @@ def _times(pid: int) -> tuple[float, float]:
 
 def _children(pid: int) -> list[int]:
     """Live children of every thread of `pid` (a worker is the child of the thread that started it)."""
-    found = []
+    found: list[int] = []
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as handle:
@@ -89,7 +89,7 @@ class HostCpuSampler:
         self.peak_workers = 0
         self._processes: dict[int, object] = {}
         self._seen: dict[int, TreeCpu] = {}  # last reading per process: one that ended keeps its CPU seconds
-        self._last = None  # (monotonic s, main CPU s, workers CPU s) at the previous sample
+        self._last: tuple[float, float, float] | None = None  # (monotonic s, main CPU s, workers CPU s) last sample
         if not os.path.exists(f"/proc/{self.pids[0]}/task/{self.pids[0]}/children"):
             import psutil
 
@@ -111,13 +111,16 @@ class HostCpuSampler:
             main, workers, live = main + found.main, workers + found.workers, live + found.live
         return TreeCpu(main, workers, live)
 
-    def start(self) -> None:
+    def _reading(self) -> tuple[float, float, float]:
         main, workers, _ = self.cpu_seconds()
-        self._last = (time.monotonic(), main, workers)
+        return time.monotonic(), main, workers
+
+    def start(self) -> None:
+        self._last = self._reading()
 
     def sample(self) -> dict[str, float]:
         if self._last is None:
-            self.start()
+            self._last = self._reading()  # as start() does
         now = time.monotonic()
         main, workers, count = self.cpu_seconds()
         last_t, last_main, last_workers = self._last

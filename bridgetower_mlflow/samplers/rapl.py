@@ -28,7 +28,7 @@ class RaplSampler:
         self._ranges = [int((z / "max_energy_range_uj").read_text()) for z in self.zones]
         self._last = self._read()
         self._total_uj, self._lock = 0, threading.Lock()
-        self._last_time = None
+        self._last_time: float | None = None
 
     def _read(self) -> list[int]:
         return [int((z / "energy_uj").read_text()) for z in self.zones]

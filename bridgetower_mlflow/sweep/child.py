@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -36,6 +37,9 @@ from ..tracking.runs import create_run, settle_run
 from .grid import SweepCell
 from .process import exit_reason, run_train_process
 
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
+
 LOG_TAIL_LINES = 15
 
 
@@ -55,7 +59,7 @@ class ChildResult:
 class SweepContext:
     """Where children go and what every child gets."""
 
-    client: object
+    client: MlflowClient
     experiment_id: str
     parent_run_id: str
     passthrough: list[str] = field(default_factory=list)

@@ -46,7 +46,8 @@ class QualitySettings:
 def default_seed() -> int:
     from ..config import TrainConfig
 
-    return int(next(f.default for f in dataclasses.fields(TrainConfig) if f.name == "seed"))
+    return int(next(f.default for f in dataclasses.fields(TrainConfig)
+                    if f.name == "seed" and f.default is not dataclasses.MISSING))
 
 
 def _given(value: object) -> bool:

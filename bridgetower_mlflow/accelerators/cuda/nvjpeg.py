@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import logging
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from ...errors import DataError, DeviceDecodeUnavailable
 from .. import installed
 from ..base import DecodeRequest, DeviceLoader
 
+if TYPE_CHECKING:
+    import torch
+
 log = logging.getLogger(__name__)
 
 
@@ -32,7 +36,7 @@ class NvjpegBatches:
         self.host_loader, self.plan, self.dataset, self.ops = host_loader, plan, dataset, ops
         self.device, self.batch_size = ops.device, plan.batch_size
         self.cpu_decoded_images = 0
-        self._side_stream = None  # made on the first batch, on the loader's GPU
+        self._side_stream: torch.cuda.Stream | None = None  # made on the first batch, on the loader's GPU
 
     def __len__(self) -> int:
         return len(self.plan)

@@ -37,7 +37,7 @@ def media_pipe_classes():
     return reader, _pipe_class(reader), HPUGenericPytorchIterator
 
 
-def _reader_class():
+def _reader_class() -> type:
     from habana_frameworks.mediapipe.media_types import dtype, readerOutType
     from habana_frameworks.mediapipe.operators.reader_nodes.reader_nodes import (
         media_ext_reader_op_impl,

@@ -54,7 +54,7 @@ def local_jpeg_paths(dataset, column: str, decoder: str) -> list[str]:
     if refused:
         raise DeviceDecodeUnavailable(f"{decoder} decodes RGB/grayscale JPEG only, and {len(refused)} of "
                                       f"{len(paths)} images are not (first: {refused[0]})")
-    return paths
+    return [path for path in paths if path is not None]  # all of them: a row without a path was refused
 
 
 def write_once(target: Path, data: bytes) -> str:

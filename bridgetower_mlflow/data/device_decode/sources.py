@@ -45,7 +45,7 @@ def read_bytes(value) -> bytes:
         return bytes(value)
     path = value.get("path") if isinstance(value, dict) else value
     try:
-        return Path(path).read_bytes()
+        return Path(path).read_bytes()  # type: ignore[arg-type]  # None (no bytes, no path): TypeError below
     except (OSError, TypeError) as exc:
         raise DataError(f"image {path}: cannot read ({exc})") from None
 

@@ -98,7 +98,8 @@ class RayBackend:
         task = self.ray.remote(run_cell_task)
         # In AFFINITY mode the driver holds back cells while every usable node runs one; else Ray queues them.
         pool = NodePool(self.placement.request, self.ray.nodes) if self.placement.mode == AFFINITY else None
-        waiting, pending = deque(cells), {}
+        waiting = deque(cells)
+        pending: dict[object, tuple[SweepCell, str | None]] = {}  # task ref -> (cell, the node it is pinned to)
         try:
             while waiting or pending:
                 self._start_cells(task, context, waiting, pending, pool)

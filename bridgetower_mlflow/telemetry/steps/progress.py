@@ -94,7 +94,7 @@ def console_logs(logs: dict | None) -> dict | None:
 def without_speed_figures(printer: type) -> type:
     """`printer` (PrinterCallback or ProgressCallback) printing `console_logs`; the logs themselves stay whole."""
 
-    class ConsolePrinter(printer):  # type: ignore[misc, valid-type]
+    class ConsolePrinter(printer):
         def on_log(self, args, state, control, logs=None, **kwargs):
             return super().on_log(args, state, control, logs=console_logs(logs), **kwargs)
 

@@ -69,12 +69,14 @@ class ThroughputCallback(TrainerCallback):
         self.logging_steps = logging_steps
         self.start_step = 0
         self.world = 1
-        self.t_begin = self.t_warm = self.t_end = None
+        self.t_begin: float | None = None
+        self.t_warm: float | None = None
+        self.t_end: float | None = None
         self.final_step: int | None = None  # the global step at the end of training
         self.wait_warm = 0.0
         self.samples_warm = self.samples_end = 0
         self.window = window  # the energy counters, read at the same instants as the clock
-        self._last = None  # (time, step, wait, rows) at the previous logging step
+        self._last: tuple[float, int, float, int] | None = None  # (time, step, wait, rows) at the previous logging step
         if meter is not None and window is not None:
             meter.evaluations.listeners.append(window.pause)  # an evaluation's joules are not training's
 
@@ -84,7 +86,7 @@ class ThroughputCallback(TrainerCallback):
 
     def _rows(self, step: int) -> int:
         """This rank's rows handed to the step loop so far (at `step`)."""
-        if self._loader_counts():
+        if self.meter is not None and self.meter.attached:  # _loader_counts(), spelled out for the type checker
             return self.meter.rows
         return (step - self.start_step) * (self.samples_per_step // self.world)
 
@@ -107,7 +109,12 @@ class ThroughputCallback(TrainerCallback):
 
     def window_wait_fraction(self, now: float) -> float:
         """This rank's loader wait over the window up to `now` (over every step before the window opens)."""
-        start, waited = (self.t_warm, self.wait_warm) if self.t_warm is not None else (self.t_begin, 0.0)
+        if self.t_warm is not None:
+            start, waited = self.t_warm, self.wait_warm
+        elif self.t_begin is not None:
+            start, waited = self.t_begin, 0.0
+        else:
+            raise RuntimeError("the loader wait is read before training began (on_train_begin)")
         seconds = now - start - self._eval_seconds(start, now)
         return min(1.0, (self.wait_seconds() - waited) / seconds) if seconds > 0 else 0.0
 

@@ -22,7 +22,8 @@ class EnergyWindow:
 
     def __init__(self, counters: Iterable[EnergyCounter], note: str = ""):
         self.counters, self.note = list(counters), note
-        self._start = self._end = None
+        self._start: float | None = None
+        self._end: float | None = None
         self._paused_at: float | None = None
         self._excluded = 0.0  # joules of the evaluations inside the window (not training's)
         if not self.counters and not self.note:
@@ -34,10 +35,11 @@ class EnergyWindow:
         except Exception as exc:  # noqa: BLE001 - a counter that fails makes the window unknown, not the run
             self.note = f"energy counter failed: {type(exc).__name__}: {exc}"
             return None
-        if any(value is None for value in values):
+        known = [value for value in values if value is not None]
+        if len(known) < len(values):
             self.note = "the device refused its energy counter (e.g. NVML before Volta, MIG)"
             return None
-        return sum(values)
+        return sum(known)
 
     def start(self) -> None:
         if self.counters and not self.note:
