@@ -65,11 +65,17 @@ def open_image(source) -> Image.Image:
         return source
     if isinstance(source, dict):
         data, path = source.get("bytes"), source.get("path")
-        # a dict with neither bytes nor a path passes None: Pillow raises AttributeError, not a decode error
+        # a dict with neither is refused before this (refuse_missing), so path is a str here
         return Image.open(io.BytesIO(data)) if data else Image.open(path)  # type: ignore[arg-type]
     if isinstance(source, (bytes, bytearray)):
         return Image.open(io.BytesIO(source))
     return Image.open(source)
+
+
+def refuse_missing(source) -> None:
+    """datasets' Image feature holds None, or {'bytes': None, 'path': None}, for a row without an image."""
+    if source is None or (isinstance(source, dict) and not source.get("bytes") and not source.get("path")):
+        raise ImageDecodeError("image missing: the row has no image (neither bytes nor a path)")
 
 
 def describe_source(source) -> str:
@@ -91,6 +97,7 @@ def cpu_loader_name(image_backend: str = "fast") -> str:
 
 def resize_center_crop(source, size: int) -> np.ndarray:
     """Shorter edge to `size`, center crop `size`x`size`, bicubic with antialias; returns HWC uint8."""
+    refuse_missing(source)
     try:
         data = _encoded(source) if BACKEND == "opencv" else None
         pixels = _opencv_jpeg(data, size) if data is not None else None

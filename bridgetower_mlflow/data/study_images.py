@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from .cpu_images import ImageDecodeError, ImageSpec, ImageTransform, describe_source, open_image
+from .cpu_images import ImageDecodeError, ImageSpec, ImageTransform, describe_source, open_image, refuse_missing
 
 STUDY_ANTIALIAS = False
 
@@ -37,6 +37,7 @@ def study_pixels(source, image: ImageSpec) -> np.ndarray:
 
 def decode_like_study(source) -> Image.Image:
     """Full Pillow decode; one band to three gray ones, like the example (other modes: RGB, so 3 channels)."""
+    refuse_missing(source)
     try:
         pil = open_image(source)
         pil.load()

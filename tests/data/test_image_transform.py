@@ -42,6 +42,7 @@ from bridgetower_mlflow.data.cpu_images import (
     resize_center_crop,
 )
 from bridgetower_mlflow.data.sample import generate_sample_set
+from bridgetower_mlflow.data.study_images import decode_like_study
 
 REPO = Path(__file__).resolve().parents[2]
 SIZE, LARGE = 288, 294  # the base and the large preset's image sizes
@@ -146,6 +147,15 @@ def test_garbage_bytes_raise_naming_the_file():
         resize_center_crop({"bytes": b"not an image at all", "path": "cartoons/0042.jpg"}, SIZE)
     with pytest.raises(ImageDecodeError, match="in-memory image bytes"):
         resize_center_crop(io.BytesIO(b"\xff\xd8\xff garbage").getvalue(), SIZE)
+
+
+@pytest.mark.parametrize("missing", [{"bytes": None, "path": None}, {}, None], ids=["empty dict", "no keys", "None"])
+def test_a_row_without_an_image_is_one_bad_image_not_a_crash(missing):
+    """datasets' Image feature gives {'bytes': None, 'path': None} (or None) for a row with no image."""
+    with pytest.raises(ImageDecodeError, match="no image"):
+        resize_center_crop(missing, SIZE)
+    with pytest.raises(ImageDecodeError, match="no image"):
+        decode_like_study(missing)  # the study's image backend
 
 
 def test_a_broken_image_in_a_batch_reaches_collate_as_an_error(jpegs, tmp_path):
