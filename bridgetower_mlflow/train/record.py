@@ -26,6 +26,7 @@ from ..contract import (
     RESUMED_TAG,
     RUN_KIND_TAG,
     RUN_KIND_TRAIN,
+    RUN_NAME_LIMIT,
     SAMPLES_TO_TARGET_METRIC,
     SOFTWARE_TAG_PREFIX,
     STEPS_TO_TARGET_METRIC,
@@ -49,10 +50,15 @@ if TYPE_CHECKING:
 
 
 def run_name(config: TrainConfig, device_kind: str | None = None) -> str:
+    """The given name, else the conditions; a long checkpoint path keeps its end, so the name fits the store."""
+    if config.run_name:
+        return config.run_name
     decode = "device" if config.device_decode else "cpu"
     devices = f" x{config.devices}" if config.devices > 1 else ""
-    return config.run_name or (f"{device_kind or config.accel}{devices} {config.model} "
-                               f"w{config.dataloader_num_workers} decode={decode}")
+    head, tail = f"{device_kind or config.accel}{devices} ", f" w{config.dataloader_num_workers} decode={decode}"
+    room = RUN_NAME_LIMIT - len(head) - len(tail)
+    model = config.model if len(config.model) <= room else "…" + config.model[-(room - 1):]
+    return head + model + tail
 
 
 def device_tags(device: DeviceInfo) -> dict[str, str]:
