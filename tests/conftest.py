@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.support.cpu_report"]  # the CPU-costliest tests, beside the slowest
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 ARTIFACTS = REPO / "test-artifacts"
