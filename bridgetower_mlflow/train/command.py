@@ -68,7 +68,7 @@ def train_command(**options: Any) -> None:
 
 def stopped_line(config: TrainConfig, exc: Stopped) -> str:
     """`train: stopped by SIGTERM at step 12; run abc is KILLED; resume with: bridgetower-mlflow train ...`."""
-    from .resume import has_complete_checkpoint, resume_hint
+    from .checkpoints.resume import has_complete_checkpoint, resume_hint
 
     at = f" at step {exc.step}" if exc.step is not None else ""
     run_id = getattr(exc, "run_id", None)

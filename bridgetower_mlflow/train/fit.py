@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from ..environment import DEFAULT_PROGRESS_SECONDS
 from ..errors import NothingTrained
 from ..launch.signals import Stopped
-from .output_folder import writes_into
+from .checkpoints.output_folder import writes_into
+from .checkpoints.resume import checkpoint_to_resume
 from .result import Fitted
-from .resume import checkpoint_to_resume
 from .trainer import build_trainer
 
 if TYPE_CHECKING:

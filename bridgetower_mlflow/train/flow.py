@@ -15,11 +15,11 @@ from ..accelerators.installed import hide_if_broken
 from ..accelerators.registry import get_accelerator
 from ..environment import RunEnvironment, export_for_libraries, read_run_environment, self_launched
 from ..launch.ranks import RankInfo, needs_launch
+from .checkpoints.output_folder import check_writable, holding
 from .fit import fit, log_profile
 from .launcher import launch_tracked
 from .measure import measure
 from .observe import observing
-from .output_folder import check_writable, holding
 from .prepare import prepare
 from .result import TrainResult
 from .run import open_run, run_lifecycle

@@ -12,9 +12,9 @@ from ..contract import RUN_KIND_TAG, RUN_KIND_TRAIN
 from ..errors import LaunchFailed
 from ..launch.signals import Stopped
 from ..redact import first_line
+from .checkpoints.resume import run_to_resume
 from .record import device_tags, run_name
 from .result import TrainResult
-from .resume import run_to_resume
 
 if TYPE_CHECKING:
     from ..accelerators.base import Accelerator, DeviceInfo

@@ -11,7 +11,7 @@ from ..contract import EVAL_CLOCK_METRIC, EVAL_TRAIN_SAMPLES_METRIC
 from ..model.checkpoint_models import EvaluatedCheckpoint, log_checkpoint_models
 from ..model.publish import BestCheckpoint
 from ..redact import first_line
-from .checkpoints import PREFIX
+from .checkpoints.wholeness import PREFIX
 from .quality import best_evaluated
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from ..contract import (
     TIME_TO_TARGET_METRIC,
     TIME_TO_TARGET_TRAIN_METRIC,
 )
-from .checkpoints import PREFIX
+from .checkpoints.wholeness import PREFIX
 
 if TYPE_CHECKING:
     from ..target import Target

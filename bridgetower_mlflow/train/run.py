@@ -30,12 +30,12 @@ from ..launch.collectives import barrier, broadcast_from_main
 from ..launch.signals import Stopped
 from ..redact import first_line
 from ..telemetry.sinks import NullSink
-from .checkpoint_upload import settle_uploads
+from .checkpoints.output_folder import writes_into
+from .checkpoints.resume import as_resumed, project_run_of_resume, remember_run, run_to_resume
+from .checkpoints.upload import settle_uploads
 from .observe import system_series
-from .output_folder import writes_into
 from .record import describe, run_name, start_tags, train_params
 from .result import TrainResult
-from .resume import as_resumed, project_run_of_resume, remember_run, run_to_resume
 
 if TYPE_CHECKING:
     from ..config import TrainConfig
@@ -55,7 +55,7 @@ def start_session(config: TrainConfig, prepared: Prepared, project_run_id: str |
 
     resume_id = run_to_resume(config, project_run_id)
     if resume_id:
-        from .resume_checks import ready_to_resume
+        from .checkpoints.resume_checks import ready_to_resume
 
         ready_to_resume(config, prepared, resume_id)  # refusals before the run is touched; the checkpoint here
     tags = {**context_tags(), **start_tags(config, prepared)}
@@ -184,7 +184,7 @@ class TrackedRun:
         """The run's whole checkpoints on the server (their LoggedModels point there)."""
         if not config.checkpoint_upload:
             return ()
-        from .remote_checkpoints import list_remote
+        from .checkpoints.remote import list_remote
 
         try:
             return list_remote(self.session.client, self.run_id).whole

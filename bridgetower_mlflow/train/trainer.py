@@ -92,7 +92,7 @@ def build_trainer(config: TrainConfig, prepared: Prepared, sink: MetricSink,
     from ..telemetry.steps.progress import ProgressPrinter
     from ..telemetry.steps.step_timing import StepTimingCallback
     from ..telemetry.steps.throughput import ThroughputCallback
-    from .checkpoint_callbacks import checkpoint_callbacks
+    from .checkpoints.callbacks import checkpoint_callbacks
     from .evaluate import keep_embeddings, retrieval_metrics_fn
     from .quality import QualityCallback  # imports transformers: not before train exports the stack's mode
 

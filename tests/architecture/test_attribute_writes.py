@@ -29,8 +29,8 @@ ALLOWED = {
     "train/quality.py: on_evaluate writes control.should_training_stop",
     "train/quality.py: on_evaluate writes state.best_model_checkpoint",
     # the sweep's scheduling loop: its queue and in-flight map belong to the loop that passes them
-    "sweep/backends/ray.py: _start_cells writes pending[...]",
-    "sweep/backends/ray.py: _start_cells calls waiting.popleft",
+    "sweep/backends/ray/backend.py: _start_cells writes pending[...]",
+    "sweep/backends/ray/backend.py: _start_cells calls waiting.popleft",
 }
 
 

@@ -23,14 +23,14 @@ import pytest
 from click.testing import CliRunner
 
 from bridgetower_mlflow.errors import ConfigError
-from bridgetower_mlflow.sweep.backends.ray_checks import (
+from bridgetower_mlflow.sweep.backends.ray.checks import (
     HOST_RESOURCE,
     cell_request,
     check_feasible,
     parse_ray_address,
     task_options,
 )
-from bridgetower_mlflow.sweep.backends.ray_nodes import AFFINITY, SHARED, SLOT, NodePool, choose_placement
+from bridgetower_mlflow.sweep.backends.ray.nodes import AFFINITY, SHARED, SLOT, NodePool, choose_placement
 from bridgetower_mlflow.sweep.command import sweep_command
 
 from tests.conftest import BIN, MlflowServer, no_running_runs, run_cli
@@ -378,7 +378,7 @@ def test_ray_addresses(monkeypatch):
 
 def test_ray_cells_upload_their_checkpoints_unless_the_user_said_otherwise():
     """A Ray cell's folder lives as long as its task: its checkpoints go to the tracking server too."""
-    from bridgetower_mlflow.sweep.backends.ray_task import with_checkpoint_upload
+    from bridgetower_mlflow.sweep.backends.ray.task import with_checkpoint_upload
 
     assert with_checkpoint_upload(["--save-steps", "10"]) == ["--save-steps", "10", "--checkpoint-upload", "true"]
     assert with_checkpoint_upload(["--checkpoint-upload", "false"]) == ["--checkpoint-upload", "false"]

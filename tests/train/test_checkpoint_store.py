@@ -9,9 +9,9 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from bridgetower_mlflow.errors import DiskFull
-from bridgetower_mlflow.train.checkpoint_upload import CheckpointUploader
-from bridgetower_mlflow.train.checkpoints import MARKER, is_whole, write_marker
-from bridgetower_mlflow.train.remote_checkpoints import download, list_remote
+from bridgetower_mlflow.train.checkpoints.remote import download, list_remote
+from bridgetower_mlflow.train.checkpoints.upload import CheckpointUploader
+from bridgetower_mlflow.train.checkpoints.wholeness import MARKER, is_whole, write_marker
 
 
 def _checkpoint(folder, step, size=2000):

@@ -15,8 +15,8 @@ import pytest
 from bridgetower_mlflow.config import build_train_config
 from bridgetower_mlflow.disk_space import disk_errno, ensure_room, full_line, writing
 from bridgetower_mlflow.errors import DiskFull, OutputUnwritable
-from bridgetower_mlflow.train.output_folder import check_writable, holding, writes_into
-from bridgetower_mlflow.train.resume import last_run, remember_run
+from bridgetower_mlflow.train.checkpoints.output_folder import check_writable, holding, writes_into
+from bridgetower_mlflow.train.checkpoints.resume import last_run, remember_run
 
 from tests.support.small_disk import fill, small_disks
 
@@ -129,8 +129,8 @@ def test_last_run_json_is_whole_or_the_earlier_one(disks):
 
 def test_a_marker_that_does_not_fit_is_one_line_and_leaves_the_checkpoint_unmarked(disks):
     from bridgetower_mlflow.telemetry.sinks import NullSink
-    from bridgetower_mlflow.train.checkpoint_callbacks import checkpoint_callbacks
-    from bridgetower_mlflow.train.checkpoints import MARKER, is_whole
+    from bridgetower_mlflow.train.checkpoints.callbacks import checkpoint_callbacks
+    from bridgetower_mlflow.train.checkpoints.wholeness import MARKER, is_whole
 
     out = disks(1)
     folder = out / "run" / "checkpoint-2"

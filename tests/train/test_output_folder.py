@@ -7,7 +7,7 @@ import os
 import pytest
 
 from bridgetower_mlflow.errors import OutputUnwritable
-from bridgetower_mlflow.train.output_folder import check_writable, writes_into
+from bridgetower_mlflow.train.checkpoints.output_folder import check_writable, writes_into
 
 
 def test_a_folder_that_cannot_exist_is_refused_before_the_run(tmp_path):

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from bridgetower_mlflow.errors import ConfigError
-from bridgetower_mlflow.train.checkpoints import MARKER, is_whole, latest_whole, write_marker
-from bridgetower_mlflow.train.resume import checkpoint_to_resume
+from bridgetower_mlflow.train.checkpoints.resume import checkpoint_to_resume
+from bridgetower_mlflow.train.checkpoints.wholeness import MARKER, is_whole, latest_whole, write_marker
 
 pytestmark = pytest.mark.gaudi_stack
 

@@ -130,7 +130,7 @@ def test_the_project_run_is_read_with_the_rest_of_the_environment():
 
 def test_a_resume_falls_back_to_the_project_run_it_was_given(tmp_path):
     from bridgetower_mlflow.config import build_train_config
-    from bridgetower_mlflow.train.resume import project_run_of_resume, run_to_resume
+    from bridgetower_mlflow.train.checkpoints.resume import project_run_of_resume, run_to_resume
 
     config = build_train_config(resume=True, output_dir=str(tmp_path / "empty"))
     assert run_to_resume(config, "abc") == "abc"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .ray_checks import HOST_RESOURCE
+from .checks import HOST_RESOURCE
 
 SLOT = "slot"  # every cell also holds one `bridgetower_host`: Ray keeps two cells (of any sweep) off one node
 AFFINITY = "affinity"  # the driver pins each cell to a node none of this sweep's cells holds

@@ -5,9 +5,9 @@ from __future__ import annotations
 import socket
 from urllib.parse import urlparse
 
-from ...contract import CPU_FAMILY, CUDA_FAMILY, GAUDI_FAMILY
-from ...environment import ray_address
-from ...errors import ConfigError
+from ....contract import CPU_FAMILY, CUDA_FAMILY, GAUDI_FAMILY
+from ....environment import ray_address
+from ....errors import ConfigError
 
 HOST_RESOURCE = "bridgetower_host"  # optional, one per node (`ray start --resources`): a cell holds its node alone
 REMOTE_TRACKING_SCHEMES = ("http", "https", "databricks")

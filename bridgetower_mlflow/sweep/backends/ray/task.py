@@ -9,10 +9,10 @@ import tempfile
 from dataclasses import asdict
 from importlib import metadata
 
-from ...contract import HOST_NAME_TAG, RAY_NODE_ID_TAG
-from ...environment import THREADS_ENV, for_child_process, torch_threads, train_command_override
-from ..child import SweepContext, run_child
-from ..grid import SweepCell
+from ....contract import HOST_NAME_TAG, RAY_NODE_ID_TAG
+from ....environment import THREADS_ENV, for_child_process, torch_threads, train_command_override
+from ...child import SweepContext, run_child
+from ...grid import SweepCell
 
 PROJECT = "bridgetower-mlflow"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..config import TrainConfig
+    from ...config import TrainConfig
 
 import json
 import logging
@@ -13,8 +13,8 @@ import os
 import shlex
 from pathlib import Path
 
-from ..errors import ConfigError, ResumeRefused
-from .checkpoints import latest_whole, remove_torn
+from ...errors import ConfigError, ResumeRefused
+from .wholeness import latest_whole, remove_torn
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def resume_hint(config: TrainConfig, has_checkpoint: bool) -> str:
     """How to continue an interrupted run: the same command with --resume true, or why it cannot."""
     if not has_checkpoint:
         return "it left no complete checkpoint to resume from (save_steps=0, or none saved whole yet): train it again"
-    from ..config import TrainConfig
+    from ...config import TrainConfig
 
     defaults = TrainConfig().to_fields()
     words = ["bridgetower-mlflow", "train"]

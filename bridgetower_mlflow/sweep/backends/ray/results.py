@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...contract import HOST_NAME_TAG, PARENT_RUN_TAG, RAY_NODE_ID_TAG, SWEEP_CELL_TAG, SWEEP_REPEAT_TAG
-from ..child import ChildResult, SweepContext, create_child, end_child
-from ..grid import SweepCell
+from ....contract import HOST_NAME_TAG, PARENT_RUN_TAG, RAY_NODE_ID_TAG, SWEEP_CELL_TAG, SWEEP_REPEAT_TAG
+from ...child import ChildResult, SweepContext, create_child, end_child
+from ...grid import SweepCell
 
 INTERRUPTED = "cancelled: the sweep was interrupted"
 

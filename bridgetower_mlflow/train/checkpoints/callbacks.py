@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..disk_space import ensure_room, writing
-from .checkpoints import PREFIX, checkpoint_bytes, latest_whole, write_marker
+from ...disk_space import ensure_room, writing
 from .output_folder import CHECKPOINT_ADVICE
 from .resume import resume_hint
+from .wholeness import PREFIX, checkpoint_bytes, latest_whole, write_marker
 
 if TYPE_CHECKING:
-    from ..config import TrainConfig
-    from ..telemetry.sinks import MetricSink
+    from ...config import TrainConfig
+    from ...telemetry.sinks import MetricSink
 
 # trainer_state.json, scheduler, RNG states and training args: tens of kB; the estimate leaves room for them
 SMALL_FILES_BYTES = 256 << 10
@@ -43,8 +43,8 @@ def checkpoint_callbacks(config: TrainConfig, sink: MetricSink) -> list[Any]:
     """The callbacks build_trainer adds: the room check and marker, and the upload when checkpoint_upload."""
     from transformers import TrainerCallback
 
-    from ..tracking.metric_buffer import MetricBuffer
-    from .checkpoint_upload import uploader_for
+    from ...tracking.metric_buffer import MetricBuffer
+    from .upload import uploader_for
 
     buffer = sink if isinstance(sink, MetricBuffer) and config.checkpoint_upload else None  # rank 0's run only
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..disk_space import ensure_room, writing
-from .checkpoints import MARKER, PREFIX, STAGING, is_whole, marker_of, step_of
+from ...disk_space import ensure_room, writing
+from .wholeness import MARKER, PREFIX, STAGING, is_whole, marker_of, step_of
 
 log = logging.getLogger(__name__)
 ARTIFACT_DIR = "checkpoints"  # contract: the artifact folder users see in the UI

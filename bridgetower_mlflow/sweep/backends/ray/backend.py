@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 import click
 
-from ...errors import ConfigError
-from ..child import SweepContext, end_child
-from ..grid import SweepCell
-from . import ray_checks
-from .ray_nodes import AFFINITY, NodePool, choose_placement
-from .ray_results import INTERRUPTED, NeverScheduled, child_result, find_child, task_fields
-from .ray_task import cell_job, installed_version, run_cell_task
+from ....errors import ConfigError
+from ...child import SweepContext, end_child
+from ...grid import SweepCell
+from . import checks
+from .nodes import AFFINITY, NodePool, choose_placement
+from .results import INTERRUPTED, NeverScheduled, child_result, find_child, task_fields
+from .task import cell_job, installed_version, run_cell_task
 
 CANCEL_GRACE_SECONDS = 15.0  # soft cancel: the task stops train's process tree and marks its run KILLED
 WAIT_SECONDS = 1.0
@@ -45,9 +45,9 @@ def _connect(ray, address: str) -> bool:
     """ray.init unless this process is already connected; True when this call connected."""
     if ray.is_initialized():
         return False
-    target, endpoint = ray_checks.parse_ray_address(address)
+    target, endpoint = checks.parse_ray_address(address)
     if endpoint:
-        ray_checks.probe(address, endpoint)
+        checks.probe(address, endpoint)
     # Ray Client's first connection to a fresh head can fail while the head starts its per-client server
     attempts = 2 if target.startswith("ray://") else 1
     for attempt in range(1, attempts + 1):
@@ -57,7 +57,7 @@ def _connect(ray, address: str) -> bool:
         except (ConnectionError, ValueError) as exc:  # ValueError: e.g. ray:// without ray[client]
             if attempt == attempts or not isinstance(exc, ConnectionError):
                 detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                raise ConfigError("ray_address", address, f"{ray_checks.ADDRESS_FORMS} ({detail})") from None
+                raise ConfigError("ray_address", address, f"{checks.ADDRESS_FORMS} ({detail})") from None
             time.sleep(RETRY_SECONDS)
     return True  # not reached: the last attempt returns or raises
 
@@ -69,18 +69,18 @@ class RayBackend:
 
     def __init__(self, settings: RaySettings, tracking_uri: str):
         """Check and connect, before any run exists."""
-        ray_checks.check_tracking_uri(tracking_uri)
+        checks.check_tracking_uri(tracking_uri)
         self.version = installed_version()
         if self.version is None:
             raise ConfigError("backend", "ray", "allowed here: local; the ray backend checks every node against "
                                                 "the driver's installed version: pip install -e . here first")
         self.ray = _import_ray()
-        request = ray_checks.cell_request(settings.accel_family, settings.devices)
+        request = checks.cell_request(settings.accel_family, settings.devices)
         self.connected = _connect(self.ray, settings.address)
         try:
             nodes = [node for node in self.ray.nodes() if node.get("Alive")]
-            ray_checks.check_tracking_reach(tracking_uri, {node["NodeManagerAddress"] for node in nodes})
-            ray_checks.check_feasible(request, nodes, settings.address)
+            checks.check_tracking_reach(tracking_uri, {node["NodeManagerAddress"] for node in nodes})
+            checks.check_feasible(request, nodes, settings.address)
         except BaseException:
             self.close()
             raise
@@ -130,7 +130,7 @@ class RayBackend:
                 return  # every usable node holds a cell: the next one starts when one ends
             strategy = self._pin(node_id) if node_id else "SPREAD"
             cell = waiting.popleft()
-            options = ray_checks.task_options(self.placement.request, cell.run_name, strategy)
+            options = checks.task_options(self.placement.request, cell.run_name, strategy)
             pending[task.options(**options).remote(cell_job(context, cell, self.version))] = (cell, node_id)
             if node_id and context.on_start is not None:  # only a pinned cell has its node now: it starts at once
                 context.on_start(cell)

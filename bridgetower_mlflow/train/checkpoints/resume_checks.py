@@ -11,14 +11,14 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ResumeRefused
-from .checkpoints import latest_whole, remove_torn, step_of
-from .remote_checkpoints import ARTIFACT_DIR, RemoteCheckpoints, download, list_remote
+from ...errors import ResumeRefused
+from .remote import ARTIFACT_DIR, RemoteCheckpoints, download, list_remote
 from .resume import as_resumed, no_whole_checkpoint
+from .wholeness import latest_whole, remove_torn, step_of
 
 if TYPE_CHECKING:
-    from ..config import TrainConfig
-    from .prepare import Prepared
+    from ...config import TrainConfig
+    from ..prepare import Prepared
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def ready_to_resume(config: TrainConfig, prepared: Prepared, run_id: str) -> Non
     """Check run `run_id` can be continued by `config`, and bring its latest whole checkpoint here."""
     from mlflow.tracking import MlflowClient
 
-    from ..tracking.failures import tracking_error
+    from ...tracking.failures import tracking_error
 
     client = MlflowClient()
     run = _existing_run(client, run_id, bool(config.run_id))
@@ -57,7 +57,7 @@ def _existing_run(client: Any, run_id: str, named: bool) -> Any:
     """The run; `named`: run_id gave its id (else last_run.json or MLFLOW_RUN_ID did)."""
     from mlflow.exceptions import MlflowException
 
-    from ..tracking.failures import tracking_error
+    from ...tracking.failures import tracking_error
 
     try:
         return client.get_run(run_id)
@@ -73,9 +73,9 @@ def _existing_run(client: Any, run_id: str, named: bool) -> Any:
 
 def _same_settings(config: TrainConfig, prepared: Prepared, run: Any) -> None:
     """The settings that shaped the run, as it logged them (params are immutable; a resume changes none)."""
-    from ..model.load import count_parameters
-    from ..tracking.params import conflicts, prepare_params
-    from .record import train_params
+    from ...model.load import count_parameters
+    from ...tracking.params import conflicts, prepare_params
+    from ..record import train_params
 
     logged = dict(run.data.params)
     params = as_resumed(train_params(config, prepared, count_parameters(prepared.loaded.model)), logged)

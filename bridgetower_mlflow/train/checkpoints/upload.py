@@ -15,9 +15,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..redact import first_line
-from .checkpoints import MARKER, STAGING, file_sizes
-from .remote_checkpoints import artifact_path_of, delete_older
+from ...redact import first_line
+from .remote import artifact_path_of, delete_older
+from .wholeness import MARKER, STAGING, file_sizes
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..disk_space import disk_errno, full_line, writing, written_file
-from ..errors import ConfigError, DiskFull, OutputUnwritable
-from ..redact import first_line
-from .checkpoints import MARKER, PREFIX, checkpoint_bytes, latest_whole
+from ...disk_space import disk_errno, full_line, writing, written_file
+from ...errors import ConfigError, DiskFull, OutputUnwritable
+from ...redact import first_line
+from .wholeness import MARKER, PREFIX, checkpoint_bytes, latest_whole
 
 log = logging.getLogger(__name__)
 ROOM_ADVICE = "free space there or choose another output_dir"
