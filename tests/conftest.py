@@ -11,6 +11,11 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.support.cpu_report"]  # the CPU-costliest tests, beside the slowest
+# Test files run side by side on shared cores, as torchrun's ranks do: one torch thread per process unless the
+# shell says otherwise (the product keeps a user's OMP_NUM_THREADS). Two threads a training on two shared cores
+# wait on each other: a tiny run then costs 2.5-5x the CPU. The tests of the unset default unset it themselves.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 ARTIFACTS = REPO / "test-artifacts"
