@@ -27,6 +27,21 @@ _MLFLOW_ENV = ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME"
                "RANK", "WORLD_SIZE", "LOCAL_RANK")
 
 
+# The files that take longest go to the workers first (`make test` passes --no-loadscope-reorder, so xdist hands
+# files out in collection order): one started near the end would hold the whole run. Measured in CI, longest first.
+LONGEST_FIRST = (
+    "tests/cli/test_bad_input.py", "tests/tracking/test_reliability.py", "tests/project/test_device_check.py",
+    "tests/sweep/test_sweep_ray.py", "tests/architecture/test_benchmarks_smoke.py", "tests/sweep/test_sweep.py",
+    "tests/config/test_secrets.py", "tests/compare/test_compare_real.py", "tests/cli/test_fuzz_fields.py",
+    "tests/tracking/test_auth.py", "tests/train/test_disk_full.py", "tests/train/test_checkpoint_upload.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {path: place for place, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest as collected
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory) -> Path:
     """One sample set and tokenizer per test session (generated once, like a user's cache)."""
