@@ -57,8 +57,11 @@ lint: install-test
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-test: lint install-gaudi
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile  # files side by side: many tests wait on servers and clocks
+# The two venvs build side by side. Three workers on two cores: with one torch thread a process (tests/conftest.py)
+# a worker waits on servers, subprocesses and clocks most of its time; files go out longest first.
+test:
+	$(MAKE) --no-print-directory -j2 lint install-gaudi
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder
 	$(MAKE) --no-print-directory test-gaudi
 
 # On the Gaudi stack, the tests marked gaudi_stack: optimum-habana's own tests, every vendor-Python test, the CPU
@@ -66,7 +69,7 @@ test: lint install-gaudi
 # the real GaudiTrainer's GA and resume runs (issue 30), the phase breakdown through it, and how 4.55 opens each epoch.
 # optimum-habana's version check runs `pip list` from PATH; no Hub here (Habana/clip comes from the embedded copy)
 test-gaudi: install-gaudi
-	PATH="$(CURDIR)/$(GAUDI_BIN):$$PATH" HF_HUB_OFFLINE=1 $(GAUDI_BIN)/python -m pytest -q -n 2 --dist loadfile -m gaudi_stack
+	PATH="$(CURDIR)/$(GAUDI_BIN):$$PATH" HF_HUB_OFFLINE=1 $(GAUDI_BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m gaudi_stack
 
 test-fast: lint
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -11,6 +11,11 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.support.cpu_report"]  # the CPU-costliest tests, beside the slowest
+# Test files run side by side on shared cores, as torchrun's ranks do: one torch thread per process unless the
+# shell says otherwise (the product keeps a user's OMP_NUM_THREADS). Two threads a training on two shared cores
+# wait on each other: a tiny run then costs 2.5-5x the CPU. The tests of the unset default unset it themselves.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 ARTIFACTS = REPO / "test-artifacts"
@@ -20,6 +25,21 @@ _MLFLOW_ENV = ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME"
                "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
                "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT", "PT_HPU_LAZY_MODE",
                "RANK", "WORLD_SIZE", "LOCAL_RANK")
+
+
+# The files that take longest go to the workers first (`make test` passes --no-loadscope-reorder, so xdist hands
+# files out in collection order): one started near the end would hold the whole run. Measured in CI, longest first.
+LONGEST_FIRST = (
+    "tests/cli/test_bad_input.py", "tests/tracking/test_reliability.py", "tests/project/test_device_check.py",
+    "tests/sweep/test_sweep_ray.py", "tests/architecture/test_benchmarks_smoke.py", "tests/sweep/test_sweep.py",
+    "tests/config/test_secrets.py", "tests/compare/test_compare_real.py", "tests/cli/test_fuzz_fields.py",
+    "tests/tracking/test_auth.py", "tests/train/test_disk_full.py", "tests/train/test_checkpoint_upload.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {path: place for place, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest as collected
 
 
 @pytest.fixture(scope="session")

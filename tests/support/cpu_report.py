@@ -1,0 +1,48 @@
+"""The tests that cost the most CPU, beside pytest's slowest wall-clock list.
+
+On two cores the suite is CPU-bound: a test that sleeps for a minute costs the other worker nothing, one that
+trains in five subprocesses costs it everything. CPU time here is the test process's own plus that of every
+subprocess it waited for (grandchildren included); daemons it left running (a Ray cluster) are not counted.
+"""
+
+from __future__ import annotations
+
+import resource
+
+import pytest
+
+SHOWN = 25
+_started: dict[str, float] = {}
+_costs: list[tuple[float, str]] = []
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _started[item.nodeid] = _cpu_seconds()  # in the process that runs the test (an xdist worker)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if call.when == "teardown" and item.nodeid in _started:
+        outcome.get_result().user_properties.append(("cpu_s", round(_cpu_seconds() - _started.pop(item.nodeid), 2)))
+
+
+def pytest_runtest_logreport(report):
+    for name, value in report.user_properties:
+        if name == "cpu_s":
+            _costs.append((value, report.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _costs:
+        return
+    total = sum(cost for cost, _ in _costs)
+    terminalreporter.write_sep("=", f"most CPU {SHOWN} (test process and its subprocesses; {total:.0f} s in all)")
+    for cost, nodeid in sorted(_costs, reverse=True)[:SHOWN]:
+        terminalreporter.write_line(f"{cost:8.2f}s cpu  {nodeid}")
