@@ -30,6 +30,7 @@ _MLFLOW_ENV = ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME"
 # The files that take longest go to the workers first (`make test` passes --no-loadscope-reorder, so xdist hands
 # files out in collection order): one started near the end would hold the whole run. Measured in CI, longest first.
 LONGEST_FIRST = (
+    "tests/accelerators/test_gaudi_stack.py", "tests/truth/test_truth_gaudi.py",  # the Gaudi stack's longest
     "tests/cli/test_bad_input.py", "tests/tracking/test_reliability.py", "tests/project/test_device_check.py",
     "tests/sweep/test_sweep_ray.py", "tests/architecture/test_benchmarks_smoke.py", "tests/sweep/test_sweep.py",
     "tests/config/test_secrets.py", "tests/compare/test_compare_real.py", "tests/cli/test_fuzz_fields.py",
