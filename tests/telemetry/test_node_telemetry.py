@@ -46,13 +46,14 @@ def test_series_names_of_each_role():
     assert "dataloader_workers_count" in other.kept
 
 
-def test_job_series_sum_the_steps_every_node_sampled():
-    node0 = [(5, 1000, {"dataloader_workers_count": 1.0, "dataloader_workers_cpu_percentage": 40.0}),
-             (6, 3000, {"dataloader_workers_count": 1.0, "dataloader_workers_cpu_percentage": 50.0})]
-    node1 = [(5, 1010, {"dataloader_workers_count": 2.0, "dataloader_workers_cpu_percentage": 70.0}),
-             (7, 5000, {"dataloader_workers_count": 2.0, "dataloader_workers_cpu_percentage": 10.0})]
-    assert sum_by_step([node0, node1]) == [
-        (5, 1000, {"dataloader_workers_count": 3.0, "dataloader_workers_cpu_percentage": 110.0})]
+def test_job_series_sum_what_every_node_sampled_at_the_same_moment_not_at_the_same_step_number():
+    # node 1 started 2.6 s after node 0 (a 2-node run in CI): its step 1 is node 0's step 6, not its step 1
+    node0 = [(step, 1000 + 500 * step, {"dataloader_workers_count": float(step >= 6)}) for step in range(11)]
+    node1 = [(step, 3600 + 500 * step, {"dataloader_workers_count": float(step >= 1)}) for step in range(6)]
+    summed = sum_by_step([node0, node1])
+    assert [step for step, _, _ in summed] == [6, 7, 8, 9, 10]  # the moments both nodes were sampling
+    assert [values["dataloader_workers_count"] for _, _, values in summed] == [2.0] * 5
+    assert [timestamp for _, timestamp, _ in summed] == [4000, 4500, 5000, 5500, 6000]  # node 0's moments
     assert sum_by_step([]) == []
 
 

@@ -63,15 +63,19 @@ def resume_step(last_steps: Mapping[str, int]) -> int:
 
 
 def sum_by_step(per_node) -> list[tuple[int, int, dict[str, float]]]:
-    """Kept samples of several nodes [(step, ms, {name: value})...]: the steps every node sampled, each name
-    summed over the nodes, at the earliest node's timestamp."""
-    by_node = [{step: (timestamp, values) for step, timestamp, values in samples} for samples in per_node]
-    shared = sorted(set.intersection(*(set(samples) for samples in by_node))) if by_node else []
+    """Kept samples of several nodes [(step, ms, {name: value})...], each name summed over the nodes at the first
+    node's samples: every other node adds its sample nearest in time, where its samples span that moment. Nodes
+    start seconds apart, so the same step number is not the same moment."""
+    if not per_node:
+        return []
+    others = [sorted(samples, key=lambda sample: sample[1]) for samples in per_node[1:]]
     summed = []
-    for step in shared:
-        names = set.intersection(*(set(samples[step][1]) for samples in by_node))
-        summed.append((step, min(samples[step][0] for samples in by_node),
-                       {name: sum(samples[step][1][name] for samples in by_node) for name in sorted(names)}))
+    for step, timestamp, values in per_node[0]:
+        if not all(samples and samples[0][1] <= timestamp <= samples[-1][1] for samples in others):
+            continue
+        moment = [values] + [min(samples, key=lambda sample: abs(sample[1] - timestamp))[2] for samples in others]
+        names = set.intersection(*(set(found) for found in moment))
+        summed.append((step, timestamp, {name: sum(found[name] for found in moment) for name in sorted(names)}))
     return summed
 
 
