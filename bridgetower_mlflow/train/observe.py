@@ -148,8 +148,8 @@ class Observation:
 
 def gather_nodes(observed: Observed, ranks: RankInfo) -> tuple[Observed, tuple[Sample, ...]]:
     """Where several nodes ran the job: (the advice's worker CPU and cores over the whole job, every node's
-    worker series summed at the moments every node sampled, for rank 0 to log as the job's `system/dataloader_workers_*`). A collective:
-    every rank calls it, in the main thread."""
+    worker series summed at the moments every node sampled, for rank 0 to log as the job's
+    `system/dataloader_workers_*`). A collective: every rank calls it, in the main thread."""
     if observed.whole_job or ranks.world_size == 1:
         return observed, ()
     reports = [report for report in all_gather_objects(observed.node_report, ranks) if report is not None]
