@@ -54,6 +54,10 @@ SITE="$WORK/site"
   --target "$SITE" "$WHEELS"/fallback/*.whl
 export PYTHONPATH="$REPO:$SITE" MLFLOW_TRACKING_URI="sqlite:///$OUT/mlflow.db" BRIDGETOWER_MLFLOW_CACHE="$WORK/cache"
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+# the wheels went in with --no-compile: the first process to import a module writes its bytecode, so the dozen
+# processes after it (six cells, the checks) do not compile mlflow and transformers again (~8 s each); a shell's
+# PYTHONDONTWRITEBYTECODE would make every one of them compile from source
+unset PYTHONDONTWRITEBYTECODE
 # opening the sqlite store imports what every run needs (sqlalchemy, alembic, ...): a missing wheel fails
 # here in seconds, with its name, instead of in each run
 "$PY" -c 'import torch, transformers, mlflow, datasets
