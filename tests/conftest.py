@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from bridgetower_mlflow.tracking.store_init import sqlite_file
+
+from tests.support.empty_store import empty_store
+
 pytest_plugins = ["tests.support.cpu_report"]  # the CPU-costliest tests, beside the slowest
 # Test files run side by side on shared cores, as torchrun's ranks do: one torch thread per process unless the
 # shell says otherwise (the product keeps a user's OMP_NUM_THREADS). Two threads a training on two shared cores
@@ -75,7 +79,7 @@ def _isolated_env(monkeypatch, tmp_path):
 
 @pytest.fixture
 def sqlite_uri(tmp_path, monkeypatch) -> str:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = empty_store(tmp_path / "mlflow.db")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     import mlflow
 
@@ -114,6 +118,9 @@ class MlflowServer:
         self.url = f"http://127.0.0.1:{self.port}"
 
     def start(self) -> MlflowServer:
+        database = sqlite_file(self.backend_uri)
+        if database is not None and not database.exists():
+            empty_store(database)
         command = [str(BIN / "mlflow"), "server", "--backend-store-uri", self.backend_uri,
                    "--artifacts-destination", str(self.artifacts), "--host", "127.0.0.1",
                    "--port", str(self.port), "--workers", "1", *self.extra]
@@ -165,7 +172,8 @@ def mlflow_run(params: dict, experiment: str, env_extra=None, entry="train", tim
 
 def never_opened(uri: str) -> bool:
     """A sqlite store whose file no process made: it holds no run. Asking MLflow would make and migrate one (2 s)."""
-    return uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists()
+    database = sqlite_file(uri)
+    return database is not None and not database.exists()
 
 
 def no_running_runs(uri: str) -> list:
@@ -198,7 +206,8 @@ def basic_auth_server(tmp_path, monkeypatch):
     config = tmp_path / "basic_auth.ini"
     config.write_text("[mlflow]\ndefault_permission = READ\n"
                       f"database_uri = sqlite:///{tmp_path / 'basic_auth.db'}\nadmin_username = admin\n"
-                      "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n")
+                      "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+                      "auth_cache_ttl_seconds = 600\n")
     env = {"MLFLOW_FLASK_SERVER_SECRET_KEY": "flask-key-for-tests", "MLFLOW_AUTH_CONFIG_PATH": str(config),
            "MLFLOW_AUTH_ADMIN_PASSWORD": AUTH_ADMIN["MLFLOW_TRACKING_PASSWORD"]}
     server = MlflowServer(f"sqlite:///{tmp_path / 'server.db'}", tmp_path / "server-artifacts",

@@ -63,7 +63,8 @@ def server(tmp_path_factory):
     config = folder / "basic_auth.ini"
     config.write_text("[mlflow]\ndefault_permission = READ\n"
                       f"database_uri = sqlite:///{folder / 'basic_auth.db'}\nadmin_username = admin\n"
-                      "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n")
+                      "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+                      "auth_cache_ttl_seconds = 600\n")
     env = {"MLFLOW_FLASK_SERVER_SECRET_KEY": "flask-key-for-tests", "MLFLOW_AUTH_CONFIG_PATH": str(config),
            "MLFLOW_AUTH_ADMIN_PASSWORD": AUTH_ADMIN["MLFLOW_TRACKING_PASSWORD"]}
     running = MlflowServer(f"sqlite:///{folder / 'server.db'}", folder / "artifacts",
