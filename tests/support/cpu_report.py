@@ -8,10 +8,12 @@ subprocess it waited for (grandchildren included); daemons it left running (a Ra
 from __future__ import annotations
 
 import resource
+from collections import Counter
 
 import pytest
 
 SHOWN = 25
+FILES_SHOWN = 15  # where a change of a test file's fixtures or servers pays
 _started: dict[str, float] = {}
 _costs: list[tuple[float, str]] = []
 
@@ -46,3 +48,9 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_sep("=", f"most CPU {SHOWN} (test process and its subprocesses; {total:.0f} s in all)")
     for cost, nodeid in sorted(_costs, reverse=True)[:SHOWN]:
         terminalreporter.write_line(f"{cost:8.2f}s cpu  {nodeid}")
+    by_file: Counter[str] = Counter()
+    for cost, nodeid in _costs:
+        by_file[nodeid.split("::", 1)[0]] += cost
+    terminalreporter.write_sep("=", f"most CPU {FILES_SHOWN} files")
+    for path, cost in by_file.most_common(FILES_SHOWN):
+        terminalreporter.write_line(f"{cost:8.2f}s cpu  {path}")
