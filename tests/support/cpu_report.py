@@ -8,12 +8,16 @@ subprocess it waited for (grandchildren included); daemons it left running (a Ra
 from __future__ import annotations
 
 import resource
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 SHOWN = 25
 FILES_SHOWN = 15  # where a change of a test file's fixtures or servers pays
+# every test's cost, beside the lists, for a closer look: one file per venv (the Gaudi stack's run goes beside)
+EVERY_TEST = Path("test-artifacts") / f"cpu-seconds{Path(sys.prefix).name}.tsv"
 _started: dict[str, float] = {}
 _costs: list[tuple[float, str]] = []
 
@@ -45,6 +49,9 @@ def pytest_terminal_summary(terminalreporter):
     if not _costs:
         return
     total = sum(cost for cost, _ in _costs)
+    listing = terminalreporter.config.rootpath / EVERY_TEST
+    listing.parent.mkdir(exist_ok=True)
+    listing.write_text("".join(f"{cost:.2f}\t{nodeid}\n" for cost, nodeid in sorted(_costs, reverse=True)))
     terminalreporter.write_sep("=", f"most CPU {SHOWN} (test process and its subprocesses; {total:.0f} s in all)")
     for cost, nodeid in sorted(_costs, reverse=True)[:SHOWN]:
         terminalreporter.write_line(f"{cost:8.2f}s cpu  {nodeid}")
