@@ -151,6 +151,11 @@ def tracking_user() -> str | None:
     return os.environ.get(TRACKING_USER_ENV) or None
 
 
+def tracking_uri() -> str:
+    """MLFLOW_TRACKING_URI as set, or empty (MLflow's default store then)."""
+    return os.environ.get(TRACKING_URI_ENV, "")
+
+
 def tracking_credentials() -> dict[str, str]:
     """The tracking URI and the user and password MLflow sends, those of them that are set."""
     names = (TRACKING_URI_ENV, TRACKING_USER_ENV, TRACKING_PASSWORD_ENV)

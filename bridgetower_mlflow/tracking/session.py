@@ -64,7 +64,7 @@ class RunSession:
         from .runs import default_experiment_id, mark_training_experiment
         from .store_init import ready_store
 
-        _probe_server(mlflow.get_tracking_uri())
+        probe_server(mlflow.get_tracking_uri())
         try:
             ready_store()
             run_id = resume_run_id or project_run_id
@@ -144,7 +144,7 @@ class RunSession:
         return left
 
 
-def _probe_server(uri: str, attempts: int = 3) -> None:
+def probe_server(uri: str, attempts: int = 3) -> None:
     """Fail in seconds, not after MLflow's minutes of retries, when the server is unreachable at start."""
     if not uri.startswith(("http://", "https://")):
         return

@@ -13,9 +13,11 @@ from pathlib import Path
 
 from ..accelerators.installed import hide_if_broken
 from ..accelerators.registry import get_accelerator
-from ..environment import RunEnvironment, export_for_libraries, read_run_environment, self_launched
+from ..environment import RunEnvironment, export_for_libraries, read_run_environment, self_launched, tracking_uri
 from ..launch.ranks import RankInfo, needs_launch
+from ..tracking.session import probe_server
 from .checkpoints.output_folder import check_writable, holding
+from .checkpoints.resume import run_to_resume
 from .fit import fit, log_profile
 from .launcher import launch_tracked
 from .measure import measure
@@ -46,6 +48,9 @@ def _train(config: TrainConfig, ranks: RankInfo, tracked: bool, environment: Run
     # before anything imports torch; torch_env: mpirun sets only its own names, torch.distributed reads these
     export_for_libraries(adapter.stack_environment(config.hf_args), ranks.torch_env())
     hide_if_broken("torchvision")  # transformers imports it when present: a broken one must not break runs
+    if ranks.is_main and tracked:  # said in seconds, not after minutes of loading: no server, nothing to resume
+        probe_server(tracking_uri())
+        run_to_resume(config, environment.project_run_id)
     launcher = needs_launch(config.devices, ranks)
     device = adapter.detect(ranks.devices_here(config.devices), ranks.job_size(config.devices), launcher)
     if launcher:

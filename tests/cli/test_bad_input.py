@@ -87,6 +87,9 @@ CASES = [  # (CLI arguments, extra environment, what the one error line must say
     ([], {"BRIDGETOWER_PROGRESS_SECONDS": "soon"}, "BRIDGETOWER_PROGRESS_SECONDS: invalid value 'soon'; allowed: seconds, a number >= 0"),
     ([], {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}, "tracking: server http://127.0.0.1:9 unreachable"),
     ([], {"MLFLOW_TRACKING_URI": "http://bob:hunter2@127.0.0.1:9"}, "tracking: server http://127.0.0.1:9 unreachable"),  # the password moved out of the URI first
+    # said before the model and data load (a bad column is found only then): seconds, not minutes of a large model
+    (["--image-column", "picture"], {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}, "tracking: server http://127.0.0.1:9 unreachable"),
+    (["--resume", "true", "--image-column", "picture"], {}, "resume: invalid value 'true'; allowed only after a run in output_dir"),
 ]
 
 
