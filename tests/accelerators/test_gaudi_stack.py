@@ -109,14 +109,16 @@ def test_a_zero_warmup_gaudi_run_still_has_its_throughput(tmp_path, sqlite_uri, 
 
 
 def test_the_base_preset_trains_on_the_gaudi_stack(tmp_path, sqlite_uri, cache_dir):
-    """`base` (768 wide, 12+12+6 layers, 288 px): the README's Gaudi sweep model; two small steps."""
+    """`base` (768 wide, 12+12+6 layers, 288 px): the README's Gaudi sweep model; two small steps and one validation
+    row (each row's caption matching runs the whole model on five image-caption pairs: 12 s of a core here)."""
     done = _train("--model", "base", "--max-steps", "2", "--throughput-warmup-steps", "1", "--max-seq-length", "16",
-                  "--per-device-train-batch-size", "2", "--per-device-eval-batch-size", "2", "--max-train-samples",
-                  "8", "--max-eval-samples", "4", "--dataloader-num-workers", "0", "--log-model", "false")
+                  "--per-device-train-batch-size", "2", "--per-device-eval-batch-size", "1", "--max-train-samples",
+                  "8", "--max-eval-samples", "1", "--dataloader-num-workers", "0", "--log-model", "false")
     assert done.returncode == 0, done.stderr[-3000:]
     _, (run,) = _runs(sqlite_uri)
     assert run.data.tags["model_preset"] == "base" and run.data.metrics["train_measured_steps"] == 1
     assert run.data.metrics["model_flops_per_sample"] > 1e11
+    assert "eval_loss" in run.data.metrics and "eval_caption_match_accuracy" in run.data.metrics
 
 
 def test_every_preset_builds_on_transformers_4_55(cache_dir):
