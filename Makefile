@@ -12,21 +12,28 @@ GAUDI_STAMP := $(GAUDI_VENV)/.installed
 GAUDI_WORKERS ?= 3
 TRACKING_URI ?= sqlite:///$(CURDIR)/mlflow.db
 DEMO_EXPERIMENT ?= bridgetower-demo
+# pip byte-compiles every module of every wheel it installs (23k files in .venv: 1.5 minutes of a core per venv);
+# a process compiles only what it imports, once, where bytecode may be written: the installs skip compiling, and
+# what make runs may write bytecode whatever the shell says (PYTHONDONTWRITEBYTECODE would compile on every start)
+PIP := -m pip install -q --no-compile
+unexport PYTHONDONTWRITEBYTECODE
+# mypy's cache outlives the clone, like pip's: a fresh clone checks only what changed (85 s cold, 3 s warm)
+MYPY_CACHE ?= $(HOME)/.cache/bridgetower-mlflow/mypy
 
 .PHONY: install install-test install-gaudi lint demo test test-main test-gaudi test-fast ui clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python $(PIP) --upgrade pip
 	# torch first, pinned: the CPU build (a range would pull a multi-GB CUDA build)
-	$(BIN)/python -m pip install -q "torch==2.13.0"
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python $(PIP) "torch==2.13.0"
+	$(BIN)/python $(PIP) -e .
 	touch $@
 
 install: $(STAMP)
 
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e ".[test,ray]"
+	$(BIN)/python $(PIP) -e ".[test,ray]"
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 		{ apt-get update -qq && apt-get install -y -qq postgresql >/dev/null; }
@@ -38,9 +45,9 @@ install-test: $(TEST_STAMP)
 
 $(GAUDI_STAMP): pyproject.toml tests/fakes/habana_torch_plugin_metadata/pyproject.toml
 	$(PYTHON) -m venv $(GAUDI_VENV)
-	$(GAUDI_BIN)/python -m pip install -q --upgrade pip
-	$(GAUDI_BIN)/python -m pip install -q "torch==2.13.0"
-	$(GAUDI_BIN)/python -m pip install -q -e ".[gaudi,test,mediapipe]" ./tests/fakes/habana_torch_plugin_metadata
+	$(GAUDI_BIN)/python $(PIP) --upgrade pip
+	$(GAUDI_BIN)/python $(PIP) "torch==2.13.0"
+	$(GAUDI_BIN)/python $(PIP) -e ".[gaudi,test,mediapipe]" ./tests/fakes/habana_torch_plugin_metadata
 	touch $@
 
 install-gaudi: $(GAUDI_STAMP)
@@ -56,7 +63,7 @@ demo: install
 lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/mypy
+	$(BIN)/mypy --cache-dir $(MYPY_CACHE)
 
 # The Gaudi stack's run (its own venv, one worker) goes beside the main suite's, not after it: the main suite
 # leaves part of the two cores idle while its workers wait on servers, subprocesses and clocks. Three main workers
