@@ -11,8 +11,6 @@ from bridgetower_mlflow.data.sample import generate_sample_set
 
 from tests.conftest import run_cli
 
-pytestmark = pytest.mark.gaudi_stack
-
 QUICK = ["--max-steps", "3", "--logging-steps", "1", "--throughput-warmup-steps", "1", "--log-model", "false",
          "--dataloader-num-workers", "0", "--per-device-train-batch-size", "8"]
 
@@ -27,7 +25,8 @@ def _error_lines(done) -> list[str]:
     return [line for line in done.stderr.splitlines() if line.startswith("error: ")]
 
 
-@pytest.mark.parametrize("max_steps", ["5", "-1"])
+# by epochs on the Gaudi stack too (the floor's TrainingArguments); a step count is refused the same way there
+@pytest.mark.parametrize("max_steps", ["5", pytest.param("-1", marks=pytest.mark.gaudi_stack)])
 def test_a_batch_larger_than_the_training_split_is_refused_before_the_run(cache_dir, sqlite_uri, max_steps):
     done = run_cli(["train", "--per-device-train-batch-size", "300", "--max-steps", max_steps,
                     "--throughput-warmup-steps", "1", "--log-model", "false"])
@@ -38,6 +37,7 @@ def test_a_batch_larger_than_the_training_split_is_refused_before_the_run(cache_
     assert _runs(sqlite_uri) == []  # refused before any run existed
 
 
+@pytest.mark.gaudi_stack
 def test_no_training_at_all_is_refused_before_a_run_exists(cache_dir, sqlite_uri):
     """0 epochs (once asked through hf_args, which ran no step and failed the run) is refused up front: epochs are
     --num-train-epochs' alone (a number > 0), and hf_args may not set them."""
@@ -49,6 +49,7 @@ def test_no_training_at_all_is_refused_before_a_run_exists(cache_dir, sqlite_uri
     assert _runs(sqlite_uri) == []
 
 
+@pytest.mark.gaudi_stack
 def test_four_validation_rows_log_eval_loss_and_the_recall_they_allow(cache_dir, sqlite_uri, tmp_path):
     folder = generate_sample_set(tmp_path / "small", {"train": 8, "validation": 4, "test": 1})
     done = run_cli(["train", *QUICK, "--dataset", str(folder)])  # evaluation batch 16 > 4 rows
@@ -61,6 +62,7 @@ def test_four_validation_rows_log_eval_loss_and_the_recall_they_allow(cache_dir,
     assert len(warnings) == 1 and "4 rows" in warnings[0] and warnings[0].startswith("WARNING"), done.stderr[-3000:]
 
 
+@pytest.mark.gaudi_stack
 @pytest.mark.slow
 def test_four_validation_rows_are_evaluated_by_the_real_gaudi_trainer(cache_dir, sqlite_uri, tmp_path):
     """GaudiTrainer builds its evaluation loader from the same flag (runs in the Gaudi-stack environment)."""
@@ -99,6 +101,7 @@ def _collate(examples):
     return {"row": torch.tensor([e["row"] for e in examples])}
 
 
+@pytest.mark.gaudi_stack
 def test_the_evaluation_loader_keeps_the_tail_of_an_uneven_split_and_training_drops_it(tmp_path):
     """The project's Trainer class, over the CPU recipe's arguments (dataloader_drop_last=True)."""
     import torch
@@ -121,6 +124,7 @@ def test_the_evaluation_loader_keeps_the_tail_of_an_uneven_split_and_training_dr
     assert trainer.args.dataloader_drop_last
 
 
+@pytest.mark.gaudi_stack
 def test_recall_is_computed_only_for_the_k_the_split_can_rank():
     from bridgetower_mlflow.train.evaluate import retrieval_metrics_fn
 

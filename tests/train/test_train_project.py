@@ -12,7 +12,7 @@ from bridgetower_mlflow.data.sample import default_sample_dir
 
 from tests.conftest import REPO, mlflow_run, no_running_runs
 
-pytestmark = [pytest.mark.slow, pytest.mark.gaudi_stack]
+pytestmark = pytest.mark.slow
 DESIGN_TAGS = ("accelerator", "accelerator.device_name", "accelerator.count", "accelerator.memory_gb",
                "accelerator.driver", "software.torch", "software.transformers", "host.cpu_model",
                "host.cpu_count", "data_loader", "input_bound")
@@ -74,6 +74,7 @@ def _check_store(client, run, cache_dir):
     assert predicted["score"].between(-1, 1).all()
 
 
+@pytest.mark.gaudi_stack  # the floor of transformers: the whole run and its model; a server carries it the same way
 def test_mlflow_run_train_on_sqlite(cache_dir, sqlite_uri):
     done = mlflow_run(PARAMS, "e2e")
     assert done.returncode == 0, done.stderr[-3000:]
