@@ -17,7 +17,7 @@ import pytest
 SHOWN = 25
 FILES_SHOWN = 15  # where a change of a test file's fixtures or servers pays
 # every test's cost, beside the lists, for a closer look: one file per venv (the Gaudi stack's run goes beside)
-EVERY_TEST = Path("test-artifacts") / f"cpu-seconds{Path(sys.prefix).name}.tsv"
+EVERY_TEST = Path("test-artifacts") / f"cpu-seconds-{Path(sys.prefix).name.lstrip('.')}.tsv"
 _started: dict[str, float] = {}
 _costs: list[tuple[float, str]] = []
 
