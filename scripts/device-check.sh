@@ -9,7 +9,8 @@
 #   scripts/device-check.sh              on the device: its python3 (torch, transformers ... preinstalled)
 #                                        plus the carried wheels (scripts/device-wheels.sh; carry .device-wheels)
 #   scripts/device-check.sh --rehearse   the same script here: a venv with only torch (CPU) and the base
-#                                        packages, the wheels installed with no index; accel=cpu, the tiny preset
+#                                        packages, the wheels installed with no index; accel=cpu, the tiny preset,
+#                                        batch 8
 # Writes at most 8 files to $OUT (default ./device-check-out) and prints the table with Python.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,8 @@ exec > >(tee "$OUT/device-check.log") 2>&1
 left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
 
 if [ "${1:-}" = "--rehearse" ]; then
-  MODE=rehearse; ACCEL=cpu; MODEL=tiny; PRECISION=auto; STEPS="${STEPS:-8}"
+  # batch 8: what the rehearsal proves is that the script runs and its table fills, not the study's batch
+  MODE=rehearse; ACCEL=cpu; MODEL=tiny; PRECISION=auto; STEPS="${STEPS:-8}"; BATCH=8
   # The wheels and the device's python3 (its stand-in: a venv of device-rehearsal-base.txt) are made once per
   # version of what makes them and kept: the device does not build its python3 either. What the device does,
   # installing the carried wheels, happens fresh below. ~4 minutes a rehearsal on this 2-core machine.
@@ -42,7 +44,7 @@ if [ "${1:-}" = "--rehearse" ]; then
   fi
   flock -u 9
 else
-  MODE=device; ACCEL=cuda; MODEL=large; PRECISION=bf16; STEPS="${STEPS:-30}"; WHEELS=.device-wheels
+  MODE=device; ACCEL=cuda; MODEL=large; PRECISION=bf16; STEPS="${STEPS:-30}"; BATCH=48; WHEELS=.device-wheels
   PY=python3
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 fi
@@ -65,14 +67,14 @@ mlflow.MlflowClient().search_experiments()
 print("mode", "'"$MODE"'", "torch", torch.__version__, "cuda", torch.cuda.is_available(), "transformers",
       transformers.__version__, "mlflow", mlflow.__version__, "store ok")' || { echo "import check failed"; exit 1; }
 # every measured step inside one epoch: an epoch boundary restarts the data-loader workers mid-window
-"$PY" -m bridgetower_mlflow sample-data --train-size $(( (STEPS + 1) * 48 )) > /dev/null || exit 1
+"$PY" -m bridgetower_mlflow sample-data --train-size $(( (STEPS + 1) * BATCH )) > /dev/null || exit 1
 
 echo "== pytest -m cuda"
 timeout "$(( $(left) < 120 ? $(left) : 120 ))" "$PY" -m pytest -q -m cuda -ra -p no:cacheprovider \
   tests/accelerators/test_accel_cuda.py > "$OUT/pytest-cuda.txt" 2>&1
 echo "pytest rc=$?"; tail -5 "$OUT/pytest-cuda.txt"
 
-echo "== throughput: $MODEL, $PRECISION, batch 48/device, $STEPS steps (first 3 excluded), cells interleaved"
+echo "== throughput: $MODEL, $PRECISION, batch $BATCH/device, $STEPS steps (first 3 excluded), cells interleaved"
 mkdir -p "$WORK/logs"
 "$PY" -c 'import sys; sys.path.insert(0, "scripts"); from device_check import COLUMNS; print("\t".join(COLUMNS))' \
   > "$OUT/results.tsv"
@@ -85,7 +87,7 @@ for workers in 0 1 2; do
       continue
     fi
     timeout "$(( budget < RUN_S ? budget : RUN_S ))" "$PY" -m bridgetower_mlflow train --accel "$ACCEL" \
-      --model "$MODEL" --dataset sample --per-device-train-batch-size 48 --dataloader-num-workers "$workers" \
+      --model "$MODEL" --dataset sample --per-device-train-batch-size "$BATCH" --dataloader-num-workers "$workers" \
       --device-decode "$decode" --allow-loader-fallback true --max-steps "$STEPS" --precision "$PRECISION" \
       --log-model false --max-eval-samples 16 --experiment-name device-check --run-name "$name" \
       --output-dir "$WORK/outputs" > "$WORK/logs/$name.log" 2>&1

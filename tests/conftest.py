@@ -32,13 +32,22 @@ _MLFLOW_ENV = ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME"
 
 
 # The files that take longest go to the workers first (`make test` passes --no-loadscope-reorder, so xdist hands
-# files out in collection order): one started near the end would hold the whole run. Measured in CI, longest first.
+# files out in collection order, and gives a worker its next file while the last two tests of its current one run):
+# one started near the end would hold the whole run. Measured in a fresh-clone CI (wall, then CPU), longest first.
 LONGEST_FIRST = (
     "tests/accelerators/test_gaudi_stack.py", "tests/truth/test_truth_gaudi.py",  # the Gaudi stack's longest
-    "tests/cli/test_bad_input.py", "tests/tracking/test_reliability.py", "tests/project/test_device_check.py",
-    "tests/sweep/test_sweep_ray.py", "tests/architecture/test_benchmarks_smoke.py", "tests/sweep/test_sweep.py",
-    "tests/config/test_secrets.py", "tests/compare/test_compare_real.py", "tests/cli/test_fuzz_fields.py",
-    "tests/tracking/test_auth.py", "tests/train/test_disk_full.py", "tests/train/test_checkpoint_upload.py",
+    "tests/sweep/test_sweep_ray.py", "tests/project/test_device_check.py", "tests/tracking/test_reliability.py",
+    "tests/architecture/test_benchmarks_smoke.py", "tests/cli/test_bad_input.py",
+    "tests/tracking/test_postgres_flow.py", "tests/config/test_secrets.py", "tests/compare/test_compare_real.py",
+    "tests/launch/test_multi_device.py", "tests/truth/test_truth.py", "tests/train/test_checkpoint_upload.py",
+    "tests/train/test_disk_full.py", "tests/sweep/test_sweep.py", "tests/tracking/test_concurrent_trains.py",
+    "tests/train/test_interrupts.py", "tests/project/test_project_entry_points.py", "tests/tracking/test_ui.py",
+    "tests/cli/test_one_line_errors.py", "tests/tracking/test_spill_torn.py", "tests/telemetry/test_phases_e2e.py",
+    "tests/train/test_train_project.py", "tests/sweep/test_sweep_e2e.py", "tests/cli/test_fuzz_fields.py",
+    "tests/train/test_logged_model_metrics.py", "tests/promote/test_promote_project.py",
+    "tests/tracking/test_auth.py", "tests/truth/test_phase_truth.py", "tests/train/test_time_to_quality.py",
+    "tests/train/test_resume_project.py", "tests/train/test_resume_loaders.py", "tests/architecture/test_layout.py",
+    "tests/data/test_small_images.py", "tests/train/test_small_splits.py",
 )
 
 

@@ -1,9 +1,8 @@
 """scripts/device-check.sh --rehearse: the one-shot GPU check, run here as it runs on the lent machine.
 
 A stand-in for the device's python3 (this machine's CPU torch and the packages the device has, kept between
-rehearsals) and the carried wheels, installed fresh with no index; accel=cpu and the tiny preset instead of cuda
-and large. It keeps the
-script working between the rare sessions that have a GPU.
+rehearsals) and the carried wheels, installed fresh with no index; accel=cpu, the tiny preset and batch 8 instead
+of cuda, large and 48. It keeps the script working between the rare sessions that have a GPU.
 """
 
 from __future__ import annotations
