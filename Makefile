@@ -66,14 +66,16 @@ lint: install-test
 	$(BIN)/mypy --cache-dir $(MYPY_CACHE)
 
 # The Gaudi stack's run (its own venv, one worker) goes beside the main suite's, not after it: the main suite
-# leaves part of the two cores idle while its workers wait on servers, subprocesses and clocks. Three main workers
-# on two cores: with one torch thread a process (tests/conftest.py) a worker waits most of its time; files go out
-# longest first. The Gaudi run's output, kept in test-gaudi.log, follows the main suite's.
+# leaves part of the two cores idle while its workers wait on servers, subprocesses and clocks. Four main workers
+# on two cores: with one torch thread a process (tests/conftest.py) a worker waits most of its time, and the longest
+# files (a Ray cluster's, the device rehearsal's, the outages') hold a worker for minutes each; files go out longest
+# first. The Gaudi run's output, kept in test-gaudi.log, follows the main suite's.
+MAIN_WORKERS ?= 4
 GAUDI_LOG := test-gaudi.log
 test:
 	@{ $(MAKE) --no-print-directory test-gaudi GAUDI_WORKERS=1 > $(GAUDI_LOG) 2>&1; echo $$? > $(GAUDI_LOG).rc; } & \
 	  gaudi=$$!; \
-	  $(MAKE) --no-print-directory lint && $(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder; \
+	  $(MAKE) --no-print-directory lint && $(BIN)/python -m pytest -q -n $(MAIN_WORKERS) --dist loadfile --no-loadscope-reorder; \
 	  main=$$?; wait $$gaudi; echo; echo "== make test-gaudi, run beside the main suite:"; cat $(GAUDI_LOG); \
 	  exit $$(( main != 0 || $$(cat $(GAUDI_LOG).rc) != 0 ))
 
