@@ -60,6 +60,8 @@ def prepare(config: TrainConfig, adapter: Accelerator, device: DeviceInfo, ranks
 
     recipe = adapter.recipe(device, recipe_settings(config, ranks.job_size(config.devices)))
     args = recipe.build_arguments()  # first: a flag hf_args names that the class lacks is refused before any work
+    if config.max_steps > 0:  # known before the model and data load (an epoch run's count is known after)
+        _check_warmup(config.throughput_warmup_steps, config.max_steps)
     loaded = load_model(config.model, config.max_seq_length, config.seed)
     data = prepare_data(config, loaded.tokenizer, loaded.image)
     prepared = Prepared(adapter, device, loaded, data, recipe, args, data_loader=cpu_loader_name(config.image_backend))
@@ -67,11 +69,14 @@ def prepare(config: TrainConfig, adapter: Accelerator, device: DeviceInfo, ranks
                                                                      ranks.world_size))
     if config.device_decode:
         prepared = _with_device_loader(config, prepared, ranks)
-    if config.throughput_warmup_steps >= prepared.total_steps:
-        raise ConfigError("throughput_warmup_steps", config.throughput_warmup_steps,
-                          f"allowed: fewer than the run's {prepared.total_steps} training steps "
-                          "(raise max_steps or epochs)")
+    _check_warmup(config.throughput_warmup_steps, prepared.total_steps)
     return prepared
+
+
+def _check_warmup(warmup: int, total_steps: int) -> None:
+    if warmup >= total_steps:
+        raise ConfigError("throughput_warmup_steps", warmup, f"allowed: fewer than the run's {total_steps} training "
+                                                             "steps (raise max_steps or epochs)")
 
 
 def _with_device_loader(config: TrainConfig, prepared: Prepared, ranks: RankInfo) -> Prepared:
