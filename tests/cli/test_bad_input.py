@@ -90,6 +90,7 @@ CASES = [  # (CLI arguments, extra environment, what the one error line must say
     # said before the model and data load (a bad column is found only then): seconds, not minutes of a large model
     (["--image-column", "picture"], {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}, "tracking: server http://127.0.0.1:9 unreachable"),
     (["--resume", "true", "--image-column", "picture"], {}, "resume: invalid value 'true'; allowed only after a run in output_dir"),
+    (["--throughput-warmup-steps", "4", "--image-column", "picture"], {}, "throughput_warmup_steps: invalid value 4; allowed: fewer than the run's 4"),
 ]
 
 
